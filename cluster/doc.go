@@ -1,0 +1,24 @@
+// Package cluster defines the etcd key layout and the records that Cronix
+// servers and nodes exchange through etcd and the internal result API. It is
+// the single definition both sides import; nothing else may build a key by hand.
+//
+// Key rules (seed 004): every key starts with "/"; a virtual directory (a
+// prefix) ends with "/"; a leaf key never does; every purpose has one fixed
+// directory under the root (default "/Cronix").
+//
+//	/Cronix/node/<node_uuid>                  NodeInfo JSON; node, under its lease; removed on graceful stop or lease expiry
+//	/Cronix/job/<node_uuid>/<job_id>          JobConfig JSON; leader placement; removed when the job is deleted/disabled/moved
+//	/Cronix/run/<node_uuid>/<fire_id>         Dispatch JSON; leader, in a batched txn fenced on /Cronix/leader;
+//	                                          removed by the node once the run's result was accepted by a server
+//	/Cronix/leader                            LeaderRecord "<term %020d>/<server_id>"; written by a new raft leader only
+//	                                          if its term is higher; every dispatch txn compares it
+//	/Cronix/once/<job_id>                     OnceRequest JSON ("run once now"); any replica; leader fires it
+//	                                          (fire id "<job_id>-m<mod_revision>") and deletes it
+//	/Cronix/signal/job/<job_id>               job revision (decimal); any replica after a SQL write of the job,
+//	                                          so the leader reloads it; removed with the job
+//	/Cronix/proc/<node_uuid>/<job_id>/<pid>   ProcInfo JSON; node, under its lease, for long runs
+//	/Cronix/lock/<name>                       ""; any module; holder or lease expiry
+//	/Cronix/system/switch/<node_uuid>         request marker; a replica asking for node info
+//	/Cronix/system/get/<node_uuid>            system info JSON; node, under a 5-minute lease
+//	/registry/cronix/server/<ip>:<port>/data  ServerInfo JSON; each server replica, under its lease (seed 004 layout)
+package cluster

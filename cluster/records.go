@@ -1,0 +1,184 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Run statuses, as stored in SQL and shown by the API.
+const (
+	StatusTriggered = "triggered"
+	StatusRunning   = "running"
+	StatusSuccess   = "success"
+	StatusFailed    = "failed"
+	StatusTimeout   = "timeout"
+	StatusKilled    = "killed"
+	StatusLost      = "lost"
+	StatusSkipped   = "skipped"
+)
+
+// Terminal reports whether a run status is final.
+func Terminal(status string) bool {
+	switch status {
+	case StatusSuccess, StatusFailed, StatusTimeout, StatusKilled, StatusLost, StatusSkipped:
+		return true
+	}
+	return false
+}
+
+// Trigger kinds of a fire.
+const (
+	TriggerSchedule = "schedule"
+	TriggerManual   = "manual"
+)
+
+// FireID is the deterministic id of a scheduled fire: job id and scheduled
+// instant in Unix milliseconds, "<job_id>-<unix_ms>". Replays of the same
+// fire get the same id.
+func FireID(jobID int64, scheduled time.Time) string {
+	return strconv.FormatInt(jobID, 10) + "-" + strconv.FormatInt(scheduled.UnixMilli(), 10)
+}
+
+// ManualFireID is the id of a "run once now" fire: "<job_id>-m<etcd mod revision>".
+func ManualFireID(jobID int64, modRevision int64) string {
+	return strconv.FormatInt(jobID, 10) + "-m" + strconv.FormatInt(modRevision, 10)
+}
+
+// JobIDOfFire returns the job id a fire id belongs to.
+func JobIDOfFire(fireID string) (int64, error) {
+	i := strings.IndexByte(fireID, '-')
+	if i <= 0 {
+		return 0, fmt.Errorf("cluster: malformed fire id %q", fireID)
+	}
+	return strconv.ParseInt(fireID[:i], 10, 64)
+}
+
+// PluginInfo names one handler a node offers.
+type PluginInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// NodeInfo is the value of /Cronix/node/<uuid>.
+type NodeInfo struct {
+	UUID    string       `json:"uuid"`
+	Group   string       `json:"group"`
+	IP      string       `json:"ip"`
+	Port    int          `json:"port"`
+	Version string       `json:"version"`
+	Plugins []PluginInfo `json:"plugins"`
+	Started time.Time    `json:"started"`
+	Status  string       `json:"status"`
+}
+
+// Address is "ip:port" of the node.
+func (n NodeInfo) Address() string { return n.IP + ":" + strconv.Itoa(n.Port) }
+
+// HasHandler reports whether the node offers the named handler.
+func (n NodeInfo) HasHandler(name string) bool {
+	for _, p := range n.Plugins {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// JobConfig is what a node needs to run a job: the value of
+// /Cronix/job/<node>/<job_id>, and embedded in every Dispatch so a fire is
+// self-contained.
+type JobConfig struct {
+	JobID          int64           `json:"job_id"`
+	Name           string          `json:"name"`
+	Group          string          `json:"group"`
+	Handler        string          `json:"handler"`
+	Params         json.RawMessage `json:"params,omitempty"`
+	TimeoutSeconds int             `json:"timeout_seconds"`
+	Revision       int64           `json:"revision"`
+}
+
+// Dispatch is the value of /Cronix/run/<node>/<fire_id>: one fire for one node.
+type Dispatch struct {
+	FireID      string    `json:"fire_id"`
+	Trigger     string    `json:"trigger"`
+	ScheduledAt time.Time `json:"scheduled_at"`
+	// DispatchedAt is when the leader sent it (for lateness accounting).
+	DispatchedAt time.Time `json:"dispatched_at"`
+	// Term is the raft term of the leader that dispatched it.
+	Term uint64    `json:"term"`
+	Job  JobConfig `json:"job"`
+}
+
+// RunResult is what a node reports about a fire. Reports are idempotent by
+// FireID: a terminal status is never overwritten.
+type RunResult struct {
+	FireID          string     `json:"fire_id"`
+	JobID           int64      `json:"job_id"`
+	Trigger         string     `json:"trigger"`
+	Node            string     `json:"node"`
+	Status          string     `json:"status"`
+	ScheduledAt     time.Time  `json:"scheduled_at"`
+	StartedAt       *time.Time `json:"started_at,omitempty"`
+	FinishedAt      *time.Time `json:"finished_at,omitempty"`
+	ExitCode        *int       `json:"exit_code,omitempty"`
+	Output          string     `json:"output"`
+	OutputTruncated bool       `json:"output_truncated"`
+	Message         string     `json:"message,omitempty"`
+}
+
+// ResultBatch is the body of POST /api/v1/internal/results (node → server).
+type ResultBatch struct {
+	Results []RunResult `json:"results"`
+}
+
+// ResultAck is the reply to a ResultBatch: every result was stored (or was
+// already stored) when the server answers 200.
+type ResultAck struct {
+	Accepted int `json:"accepted"`
+}
+
+// OnceRequest is the value of /Cronix/once/<job_id>.
+type OnceRequest struct {
+	// Node is the target node uuid, or "" for the job's normal routing.
+	Node        string    `json:"node"`
+	RequestedAt time.Time `json:"requested_at"`
+	RequestedBy string    `json:"requested_by,omitempty"`
+}
+
+// ProcInfo is the value of /Cronix/proc/<node>/<job_id>/<pid>.
+type ProcInfo struct {
+	PID     int       `json:"pid"`
+	FireID  string    `json:"fire_id"`
+	Started time.Time `json:"started"`
+	Killed  bool      `json:"killed"`
+}
+
+// ServerInfo is the value of /registry/cronix/server/<ip>:<port>/data.
+type ServerInfo struct {
+	ID      string    `json:"id"`
+	URL     string    `json:"url"`
+	Version string    `json:"version"`
+	Started time.Time `json:"started"`
+}
+
+// LeaderValue encodes the fence value of a leader: zero-padded term so that
+// byte order equals numeric order, then the server id.
+func LeaderValue(term uint64, serverID string) string {
+	return fmt.Sprintf("%020d/%s", term, serverID)
+}
+
+// ParseLeaderValue decodes a LeaderValue.
+func ParseLeaderValue(v string) (term uint64, serverID string, err error) {
+	t, id, ok := strings.Cut(v, "/")
+	if !ok {
+		return 0, "", fmt.Errorf("cluster: malformed leader value %q", v)
+	}
+	term, err = strconv.ParseUint(t, 10, 64)
+	if err != nil {
+		return 0, "", fmt.Errorf("cluster: malformed leader term in %q: %w", v, err)
+	}
+	return term, id, nil
+}

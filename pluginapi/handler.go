@@ -1,0 +1,55 @@
+package pluginapi
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"time"
+)
+
+// Info describes a handler: its name (what jobs put in "handler"), version
+// and a JSON Schema (draft 2020-12 subset) of its params object.
+type Info struct {
+	Name         string          `json:"name"`
+	Version      string          `json:"version"`
+	Description  string          `json:"description,omitempty"`
+	ParamsSchema json.RawMessage `json:"params_schema"`
+}
+
+// Request is one run of a job handed to a handler.
+type Request struct {
+	FireID      string
+	JobID       int64
+	JobName     string
+	Params      json.RawMessage // the job's params object
+	ScheduledAt time.Time
+	Attempt     int // 1 for the first attempt
+}
+
+// Status is the outcome a handler reports.
+type Status string
+
+// Handler outcomes.
+const (
+	StatusSuccess Status = "success"
+	StatusFailed  Status = "failed"
+)
+
+// Result is what a run ended with.
+type Result struct {
+	Status   Status
+	ExitCode int
+	Message  string
+}
+
+// Handler runs jobs of one kind. Run's ctx carries the job timeout as its
+// deadline and is cancelled when the run is killed: a handler must stop
+// promptly (and stop every process it started) when ctx is done. Output
+// written to out is streamed to the node while the run goes on.
+type Handler interface {
+	Info(ctx context.Context) (Info, error)
+	// Validate checks a job's params when the job is saved. Return an error
+	// built with InvalidParams to name the offending field.
+	Validate(ctx context.Context, params json.RawMessage) error
+	Run(ctx context.Context, req Request, out io.Writer) (Result, error)
+}

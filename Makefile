@@ -1,0 +1,42 @@
+# Cronix — the front door. `make help` lists the targets.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/cronix
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/cronix/cronix/buildinfo.Version=$(VERSION)
+DATA_DIR ?= ./data
+HTTP_ADDR ?= 127.0.0.1:8080
+# bench knobs: make bench BENCH_JOBS=1000 BENCH_SECONDS=60
+BENCH_JOBS ?= 1000
+BENCH_SECONDS ?= 60
+GOLANGCI_VERSION ?= v2.6.2
+
+.PHONY: help build run test test-race bench lint fmt clean docs
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
+
+build: ## build bin/cronix
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .
+
+run: build ## start Cronix standalone (embedded etcd, SQLite, one server, one node) with data in ./data
+	$(BIN) standalone --data-dir $(DATA_DIR) --http-addr $(HTTP_ADDR)
+
+test: ## vet, then every test with the race detector (store suite on PostgreSQL/MySQL when CRONIX_TEST_*_DSN are set)
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+bench: build ## fire BENCH_JOBS jobs every second for BENCH_SECONDS s in standalone; writes docs/benchmarks.md
+	$(GO) run ./bench/firebench --binary $(BIN) --jobs $(BENCH_JOBS) --seconds $(BENCH_SECONDS) --out docs/benchmarks.md
+
+lint: ## gofmt, go vet and golangci-lint
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	$(GO) vet ./...
+	@command -v golangci-lint >/dev/null || $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
+	golangci-lint run ./...
+
+docs: build ## regenerate docs/configuration.md from the binary's flags
+	$(BIN) docs configuration > docs/configuration.md
+
+clean: ## remove build output (not ./data)
+	rm -rf bin

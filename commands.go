@@ -1,0 +1,391 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/cronix/cronix/buildinfo"
+	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/config"
+	"github.com/cronix/cronix/node"
+	"github.com/cronix/cronix/node/pluginhost"
+	"github.com/cronix/cronix/pluginapi"
+	"github.com/cronix/cronix/plugins/shell"
+	"github.com/cronix/cronix/server"
+	"github.com/cronix/cronix/server/embedetcd"
+)
+
+// commonConfig is shared by every long-running command.
+type commonConfig struct {
+	// LogLevel is the minimum level logged.
+	LogLevel string `flag:"log-level" env:"CRONIX_LOG_LEVEL" yaml:"log_level" help:"log level: debug, info, warn or error"`
+	// LogFormat is text or json.
+	LogFormat string `flag:"log-format" env:"CRONIX_LOG_FORMAT" yaml:"log_format" help:"log format: text or json"`
+	// EtcdRoot is the root directory of every Cronix key in etcd.
+	EtcdRoot string `flag:"etcd-root" env:"CRONIX_ETCD_ROOT" yaml:"etcd_root" help:"etcd root directory of Cronix keys"`
+}
+
+func defaultCommon() commonConfig {
+	return commonConfig{LogLevel: "info", LogFormat: "text", EtcdRoot: cluster.DefaultRoot}
+}
+
+// standaloneConfig configures "cronix standalone".
+type standaloneConfig struct {
+	commonConfig
+	// DataDir holds etcd, SQLite, raft and node state.
+	DataDir string `flag:"data-dir" env:"CRONIX_DATA_DIR" yaml:"data_dir" help:"directory for etcd, SQLite, raft and node data"`
+	// HTTPAddr is where the API and UI listen.
+	HTTPAddr string `flag:"http-addr" env:"CRONIX_HTTP_ADDR" yaml:"http_addr" help:"address of the REST API and web admin"`
+	// EtcdClientAddr is where the embedded etcd serves clients (other nodes may join through it).
+	EtcdClientAddr string `flag:"etcd-client-addr" env:"CRONIX_ETCD_CLIENT_ADDR" yaml:"etcd_client_addr" help:"embedded etcd client address (a separately started 'cronix node' can use it)"`
+	// EtcdPeerAddr is the embedded etcd peer address.
+	EtcdPeerAddr string `flag:"etcd-peer-addr" env:"CRONIX_ETCD_PEER_ADDR" yaml:"etcd_peer_addr" help:"embedded etcd peer address"`
+	// RaftAddr is the raft transport address of the single voter.
+	RaftAddr string `flag:"raft-addr" env:"CRONIX_RAFT_ADDR" yaml:"raft_addr" help:"raft transport address"`
+	// Timezone is the default time zone of job schedules.
+	Timezone string `flag:"timezone" env:"CRONIX_TIMEZONE" yaml:"timezone" help:"default time zone of schedules (IANA name; empty = the machine's)"`
+	// NodeGroup is the group of the built-in node.
+	NodeGroup string `flag:"node-group" env:"CRONIX_NODE_GROUP" yaml:"node_group" help:"group (appname) of the built-in node"`
+	// NodeToken authenticates nodes to servers; generated into the data dir when empty.
+	NodeToken string `flag:"node-token" env:"CRONIX_NODE_TOKEN" yaml:"node_token" help:"shared secret between nodes and servers (default: generated into <data-dir>/node-token)"`
+	// OutputCap is the most output kept per run.
+	OutputCap int `flag:"output-cap" env:"CRONIX_OUTPUT_CAP" yaml:"output_cap" help:"bytes of output kept per run (more is truncated and flagged)"`
+}
+
+// serverConfig configures "cronix server".
+type serverConfig struct {
+	commonConfig
+	ID             string   `flag:"id" env:"CRONIX_SERVER_ID" yaml:"id" help:"unique id of this replica (default: host:raft-port)"`
+	DataDir        string   `flag:"data-dir" env:"CRONIX_DATA_DIR" yaml:"data_dir" help:"directory for raft state"`
+	HTTPAddr       string   `flag:"http-addr" env:"CRONIX_HTTP_ADDR" yaml:"http_addr" help:"address of the REST API and web admin"`
+	AdvertiseURL   string   `flag:"advertise-url" env:"CRONIX_ADVERTISE_URL" yaml:"advertise_url" help:"URL nodes use to reach this replica's API (default: http://<http-addr>)"`
+	EtcdEndpoints  []string `flag:"etcd-endpoints" env:"CRONIX_ETCD_ENDPOINTS" yaml:"etcd_endpoints" help:"comma-separated etcd client URLs"`
+	DB             string   `flag:"db" env:"CRONIX_DB" yaml:"db" help:"database DSN: sqlite:///path.db, postgres://..., mysql://user:pass@tcp(host:3306)/db?parseTime=true"`
+	RaftAddr       string   `flag:"raft-addr" env:"CRONIX_RAFT_ADDR" yaml:"raft_addr" help:"raft transport address"`
+	RaftBootstrap  bool     `flag:"raft-bootstrap" env:"CRONIX_RAFT_BOOTSTRAP" yaml:"raft_bootstrap" help:"bootstrap a new single-voter raft cluster on first start"`
+	Timezone       string   `flag:"timezone" env:"CRONIX_TIMEZONE" yaml:"timezone" help:"default time zone of schedules (IANA name; empty = the machine's)"`
+	NodeToken      string   `flag:"node-token" env:"CRONIX_NODE_TOKEN" yaml:"node_token" help:"shared secret nodes present when reporting results (required)"`
+	DispatchMaxOps int      `flag:"dispatch-max-ops" env:"CRONIX_DISPATCH_MAX_OPS" yaml:"dispatch_max_ops" help:"most operations per etcd transaction (etcd's --max-txn-ops)"`
+}
+
+// nodeConfig configures "cronix node".
+type nodeConfig struct {
+	commonConfig
+	DataDir       string        `flag:"data-dir" env:"CRONIX_DATA_DIR" yaml:"data_dir" help:"directory for the node's uuid and result spool"`
+	EtcdEndpoints []string      `flag:"etcd-endpoints" env:"CRONIX_ETCD_ENDPOINTS" yaml:"etcd_endpoints" help:"comma-separated etcd client URLs"`
+	Group         string        `flag:"group" env:"CRONIX_NODE_GROUP" yaml:"group" help:"group (appname) this node serves"`
+	NodeToken     string        `flag:"node-token" env:"CRONIX_NODE_TOKEN" yaml:"node_token" help:"shared secret presented to servers (required)"`
+	ServerURLs    []string      `flag:"server-urls" env:"CRONIX_SERVER_URLS" yaml:"server_urls" help:"server API URLs for results (default: discovered in etcd)"`
+	ListenAddr    string        `flag:"listen-addr" env:"CRONIX_NODE_LISTEN_ADDR" yaml:"listen_addr" help:"address of the node's health endpoint"`
+	AdvertiseIP   string        `flag:"advertise-ip" env:"CRONIX_NODE_ADVERTISE_IP" yaml:"advertise_ip" help:"IP registered for this node (default: the listen address's IP)"`
+	OutputCap     int           `flag:"output-cap" env:"CRONIX_OUTPUT_CAP" yaml:"output_cap" help:"bytes of output kept per run (more is truncated and flagged)"`
+	LeaseTTL      time.Duration `flag:"lease-ttl" env:"CRONIX_NODE_LEASE_TTL" yaml:"lease_ttl" help:"TTL of the node's etcd registration lease"`
+}
+
+func defaultStandalone() standaloneConfig {
+	return standaloneConfig{commonConfig: defaultCommon(), DataDir: "./data", HTTPAddr: "127.0.0.1:8080",
+		EtcdClientAddr: "127.0.0.1:2379", EtcdPeerAddr: "127.0.0.1:2380", RaftAddr: "127.0.0.1:7946",
+		NodeGroup: "default", OutputCap: 1 << 20}
+}
+
+func defaultServer() serverConfig {
+	return serverConfig{commonConfig: defaultCommon(), DataDir: "./data", HTTPAddr: "127.0.0.1:8080",
+		EtcdEndpoints: []string{"http://127.0.0.1:2379"}, RaftAddr: "127.0.0.1:7946", DispatchMaxOps: 128}
+}
+
+func defaultNode() nodeConfig {
+	return nodeConfig{commonConfig: defaultCommon(), DataDir: "./node-data", Group: "default",
+		EtcdEndpoints: []string{"http://127.0.0.1:2379"}, ListenAddr: "127.0.0.1:0", OutputCap: 1 << 20,
+		LeaseTTL: 10 * time.Second}
+}
+
+const (
+	standaloneSummary = "Runs Cronix in one process: embedded etcd, SQLite, a single-voter raft, the server (API + UI) and one node with the built-in plugins."
+	serverSummary     = "Runs a server replica: REST API, web admin, raft; the raft leader fires jobs. Needs external etcd and a database."
+	nodeSummary       = "Runs a node agent: registers in etcd, runs dispatched fires through handler plugins, reports results."
+)
+
+func newLogger(c commonConfig, w io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch c.LogFormat {
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("log format %q: want text or json", c.LogFormat)
+}
+
+func runStandalone(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg := defaultStandalone()
+	if err := config.Load(&cfg, "standalone", standaloneSummary, args, getenv, stderr); err != nil {
+		return err
+	}
+	log, err := newLogger(cfg.commonConfig, stderr)
+	if err != nil {
+		return err
+	}
+	loc, err := loadLocation(cfg.Timezone)
+	if err != nil {
+		return err
+	}
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	token := cfg.NodeToken
+	if token == "" {
+		if token, err = persistentSecret(filepath.Join(dataDir, "node-token")); err != nil {
+			return err
+		}
+	}
+	etcd, err := embedetcd.Start(ctx, embedetcd.Config{Dir: filepath.Join(dataDir, "etcd"),
+		ClientAddr: cfg.EtcdClientAddr, PeerAddr: cfg.EtcdPeerAddr})
+	if err != nil {
+		return err
+	}
+	defer etcd.Close()
+	cli, err := etcd.Client()
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	keys := cluster.NewKeys(cfg.EtcdRoot)
+
+	srv, err := server.New(server.Config{
+		ID: "standalone", DataDir: filepath.Join(dataDir, "raft"), HTTPAddr: cfg.HTTPAddr,
+		DSN: "sqlite://" + filepath.Join(dataDir, "cronix.db"), Keys: keys,
+		RaftAddr: cfg.RaftAddr, RaftBootstrap: true, Location: loc, NodeToken: token,
+		AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"), DispatchMaxOps: embedetcd.DefaultMaxTxnOps,
+		Version: buildinfo.String(), Logger: log,
+	}, cli)
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	defer srv.Stop()
+
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("locating own binary for built-in plugins: %w", err)
+	}
+	nd, err := node.New(node.Config{
+		DataDir: filepath.Join(dataDir, "node"), Group: cfg.NodeGroup, Keys: keys, NodeToken: token,
+		ServerURLs: []string{srv.URL()}, ListenAddr: "127.0.0.1:0", OutputCap: cfg.OutputCap,
+		Plugins: builtinPlugins(exe), Version: buildinfo.String(), Logger: log,
+	}, cli)
+	if err != nil {
+		return err
+	}
+	if err := nd.Start(ctx); err != nil {
+		return err
+	}
+	defer nd.Stop()
+
+	fmt.Fprintf(stdout, "\nCronix %s is running (standalone)\n  URL:   %s\n", buildinfo.String(), srv.URL())
+	if created, pw := srv.AdminCreated(); created {
+		fmt.Fprintf(stdout, "  login: admin / %s   (shown once; set CRONIX_ADMIN_PASSWORD to choose it)\n", pw)
+	} else {
+		fmt.Fprintf(stdout, "  login: admin (password set on first start)\n")
+	}
+	fmt.Fprintf(stdout, "  etcd:  %s   node token: %s\n  data:  %s\n  Stop with Ctrl-C.\n\n",
+		etcd.Endpoint(), filepath.Join(dataDir, "node-token"), dataDir)
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "stopping…")
+	return nil
+}
+
+func runServer(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg := defaultServer()
+	if err := config.Load(&cfg, "server", serverSummary, args, getenv, stderr); err != nil {
+		return err
+	}
+	log, err := newLogger(cfg.commonConfig, stderr)
+	if err != nil {
+		return err
+	}
+	if cfg.NodeToken == "" {
+		return errors.New("--node-token (CRONIX_NODE_TOKEN) is required")
+	}
+	if cfg.DB == "" {
+		cfg.DB = "sqlite://" + filepath.Join(cfg.DataDir, "cronix.db")
+	}
+	loc, err := loadLocation(cfg.Timezone)
+	if err != nil {
+		return err
+	}
+	if cfg.ID == "" {
+		cfg.ID = cfg.RaftAddr
+	}
+	cli, err := etcdClient(cfg.EtcdEndpoints)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	srv, err := server.New(server.Config{
+		ID: cfg.ID, DataDir: cfg.DataDir, HTTPAddr: cfg.HTTPAddr, AdvertiseURL: cfg.AdvertiseURL,
+		DSN: cfg.DB, Keys: cluster.NewKeys(cfg.EtcdRoot), RaftAddr: cfg.RaftAddr, RaftBootstrap: cfg.RaftBootstrap,
+		Location: loc, NodeToken: cfg.NodeToken, AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"),
+		DispatchMaxOps: cfg.DispatchMaxOps, Version: buildinfo.String(), Logger: log,
+	}, cli)
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	defer srv.Stop()
+	fmt.Fprintf(stdout, "Cronix server %s is running: %s\n", cfg.ID, srv.URL())
+	if created, pw := srv.AdminCreated(); created {
+		fmt.Fprintf(stdout, "  login: admin / %s   (shown once; set CRONIX_ADMIN_PASSWORD to choose it)\n", pw)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func runNode(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg := defaultNode()
+	if err := config.Load(&cfg, "node", nodeSummary, args, getenv, stderr); err != nil {
+		return err
+	}
+	log, err := newLogger(cfg.commonConfig, stderr)
+	if err != nil {
+		return err
+	}
+	if cfg.NodeToken == "" {
+		return errors.New("--node-token (CRONIX_NODE_TOKEN) is required")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("locating own binary for built-in plugins: %w", err)
+	}
+	cli, err := etcdClient(cfg.EtcdEndpoints)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	nd, err := node.New(node.Config{
+		DataDir: cfg.DataDir, Group: cfg.Group, Keys: cluster.NewKeys(cfg.EtcdRoot), NodeToken: cfg.NodeToken,
+		ServerURLs: cfg.ServerURLs, ListenAddr: cfg.ListenAddr, AdvertiseIP: cfg.AdvertiseIP,
+		OutputCap: cfg.OutputCap, LeaseTTL: cfg.LeaseTTL, Plugins: builtinPlugins(exe),
+		Version: buildinfo.String(), Logger: log,
+	}, cli)
+	if err != nil {
+		return err
+	}
+	if err := nd.Start(ctx); err != nil {
+		return err
+	}
+	defer nd.Stop()
+	fmt.Fprintf(stdout, "Cronix node %s is running (group %q)\n", nd.UUID(), cfg.Group)
+	<-ctx.Done()
+	return nil
+}
+
+// builtinPlugins are the handlers shipped in this binary, each started as
+// "cronix plugin NAME" and pinned to this binary's checksum.
+func builtinPlugins(exe string) []pluginhost.Spec {
+	sum, _ := fileSHA256(exe) // empty on error: the host then loads without a checksum check
+	specs := make([]pluginhost.Spec, 0, len(builtins))
+	for name := range builtins {
+		specs = append(specs, pluginhost.Spec{Name: name, Cmd: []string{exe, "plugin", name}, SHA256: sum})
+	}
+	return specs
+}
+
+// builtins maps a built-in plugin's name to its handler.
+var builtins = map[string]func() pluginapi.Handler{
+	"shell": shell.New,
+}
+
+func runPlugin(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: cronix plugin NAME (one of %s)", strings.Join(builtinNames(), ", "))
+	}
+	h, ok := builtins[args[0]]
+	if !ok {
+		return fmt.Errorf("unknown built-in plugin %q (have %s)", args[0], strings.Join(builtinNames(), ", "))
+	}
+	pluginapi.Serve(h())
+	return nil
+}
+
+func builtinNames() []string {
+	names := make([]string, 0, len(builtins))
+	for n := range builtins {
+		names = append(names, n)
+	}
+	return names
+}
+
+func runDocs(args []string, stdout io.Writer) error {
+	if len(args) != 1 || args[0] != "configuration" {
+		return errors.New("usage: cronix docs configuration")
+	}
+	fmt.Fprint(stdout, configurationDoc())
+	return nil
+}
+
+func loadLocation(name string) (*time.Location, error) {
+	if name == "" {
+		return time.Local, nil
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, fmt.Errorf("timezone %q: %w", name, err)
+	}
+	return loc, nil
+}
+
+func etcdClient(endpoints []string) (*clientv3.Client, error) {
+	if len(endpoints) == 0 {
+		return nil, errors.New("--etcd-endpoints is required")
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
+		DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 3 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, fmt.Errorf("etcd %v: %w", endpoints, err)
+	}
+	return cli, nil
+}
+
+// persistentSecret reads a secret from path, creating it (0600) if missing.
+func persistentSecret(path string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		if s := strings.TrimSpace(string(b)); s != "" {
+			return s, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	buf := make([]byte, 24)
+	if _, err := rand.Read(buf); err != nil {
+		return "", err
+	}
+	s := hex.EncodeToString(buf)
+	if err := os.WriteFile(path, []byte(s+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	return s, nil
+}

@@ -1,0 +1,300 @@
+// Package harness starts real cronix processes and talks to their REST API,
+// for the integration tests and the benchmarks.
+package harness
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Build compiles the cronix binary into dir and returns its path.
+func Build(ctx context.Context, dir string) (string, error) {
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "cronix")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ".")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %w\n%s", err, b)
+	}
+	return out, nil
+}
+
+func moduleRoot(ctx context.Context) (string, error) {
+	b, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(b))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("not inside the cronix module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// FreeAddr returns a 127.0.0.1 address with a port that was free just now.
+func FreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// Proc is a running cronix process.
+type Proc struct {
+	Cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  bytes.Buffer
+	done chan struct{}
+	err  error
+}
+
+// Start runs binary with args and extra environment; its output is kept.
+func Start(binary string, env []string, args ...string) (*Proc, error) {
+	p := &Proc{done: make(chan struct{})}
+	p.Cmd = exec.Command(binary, args...)
+	p.Cmd.Env = append(os.Environ(), env...)
+	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pr, pw := io.Pipe()
+	p.Cmd.Stdout = pw
+	p.Cmd.Stderr = pw
+	if err := p.Cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		s := bufio.NewScanner(pr)
+		s.Buffer(make([]byte, 64<<10), 1<<20)
+		for s.Scan() {
+			p.mu.Lock()
+			p.out.Write(s.Bytes())
+			p.out.WriteByte('\n')
+			p.mu.Unlock()
+		}
+	}()
+	go func() {
+		p.err = p.Cmd.Wait()
+		_ = pw.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Output is everything the process printed so far.
+func (p *Proc) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// WaitOutput waits until the output matches re and returns the first submatch.
+func (p *Proc) WaitOutput(re *regexp.Regexp, timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(p.Output()); m != nil {
+			if len(m) > 1 {
+				return m[1], nil
+			}
+			return m[0], nil
+		}
+		select {
+		case <-p.done:
+			return "", fmt.Errorf("process exited (%v) before printing %s:\n%s", p.err, re, p.Output())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return "", fmt.Errorf("no %s within %s:\n%s", re, timeout, p.Output())
+}
+
+// Interrupt sends SIGINT (Ctrl-C) and waits for exit.
+func (p *Proc) Interrupt(timeout time.Duration) error {
+	_ = p.Cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(timeout):
+		_ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+		return fmt.Errorf("process did not exit within %s after SIGINT", timeout)
+	}
+}
+
+// Kill sends SIGKILL to the process only (its plugin children see their
+// parent die, as in a crash) and waits for it.
+func (p *Proc) Kill() {
+	_ = p.Cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// KillGroup kills the process and everything in its process group.
+func (p *Proc) KillGroup() {
+	_ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// Done is closed when the process has exited.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Client calls a Cronix REST API.
+type Client struct {
+	Base  string
+	Token string
+	HTTP  *http.Client
+}
+
+// NewClient returns a client for base (e.g. http://127.0.0.1:8080).
+func NewClient(base string) *Client {
+	return &Client{Base: strings.TrimRight(base, "/"), HTTP: &http.Client{Timeout: 30 * time.Second}}
+}
+
+// WaitHealthy polls /healthz until it answers 200.
+func (c *Client) WaitHealthy(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		resp, err := c.HTTP.Get(c.Base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Errorf("healthz: %s", resp.Status)
+		} else {
+			last = err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("not healthy within %s: %v", timeout, last)
+}
+
+// Do sends a JSON request and decodes a JSON reply into out (if non-nil).
+// It returns the status code; an error only for transport/decoding faults.
+func (c *Client) Do(method, path string, body, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, c.Base+path, rd)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, err
+	}
+	if out != nil && len(b) > 0 && resp.StatusCode < 300 {
+		if err := json.Unmarshal(b, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("decoding %s %s reply %q: %w", method, path, b, err)
+		}
+	}
+	if resp.StatusCode >= 300 && out != nil {
+		_ = json.Unmarshal(b, out)
+	}
+	return resp.StatusCode, nil
+}
+
+// Login stores a token for username/password.
+func (c *Client) Login(username, password string) error {
+	var out struct {
+		Token string `json:"token"`
+	}
+	code, err := c.Do(http.MethodPost, "/api/v1/auth/login", map[string]string{"username": username, "password": password}, &out)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK || out.Token == "" {
+		return fmt.Errorf("login: status %d", code)
+	}
+	c.Token = out.Token
+	return nil
+}
+
+// Job is the API's job shape (the fields the tests use).
+type Job struct {
+	ID             int64           `json:"id,omitempty"`
+	Name           string          `json:"name"`
+	Group          string          `json:"group,omitempty"`
+	Schedule       string          `json:"schedule"`
+	Handler        string          `json:"handler"`
+	Params         json.RawMessage `json:"params,omitempty"`
+	TimeoutSeconds int             `json:"timeout_seconds,omitempty"`
+	Enabled        *bool           `json:"enabled,omitempty"`
+}
+
+// Run is the API's run shape.
+type Run struct {
+	ID              int64      `json:"id"`
+	FireID          string     `json:"fire_id"`
+	JobID           int64      `json:"job_id"`
+	Status          string     `json:"status"`
+	ScheduledAt     time.Time  `json:"scheduled_at"`
+	StartedAt       *time.Time `json:"started_at"`
+	FinishedAt      *time.Time `json:"finished_at"`
+	ExitCode        *int       `json:"exit_code"`
+	Node            string     `json:"node"`
+	Output          string     `json:"output"`
+	OutputTruncated bool       `json:"output_truncated"`
+	Message         string     `json:"message"`
+}
+
+// CreateJob creates a job and returns it with its id.
+func (c *Client) CreateJob(j Job) (Job, error) {
+	var out Job
+	var e map[string]any
+	code, err := c.Do(http.MethodPost, "/api/v1/jobs", j, &out)
+	if err != nil {
+		return out, err
+	}
+	if code != http.StatusCreated {
+		_, _ = c.Do(http.MethodPost, "/api/v1/jobs", j, &e)
+		return out, fmt.Errorf("create job: status %d %v", code, e)
+	}
+	return out, nil
+}
+
+// Runs returns up to pageSize newest runs of a job, and the total.
+func (c *Client) Runs(jobID int64, pageSize int) ([]Run, int, error) {
+	var out struct {
+		Items []Run `json:"items"`
+		Total int   `json:"total"`
+	}
+	code, err := c.Do(http.MethodGet, fmt.Sprintf("/api/v1/jobs/%d/runs?page=1&page_size=%d", jobID, pageSize), nil, &out)
+	if err != nil {
+		return nil, 0, err
+	}
+	if code != http.StatusOK {
+		return nil, 0, fmt.Errorf("runs: status %d", code)
+	}
+	return out.Items, out.Total, nil
+}

@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/cronix/cronix/cluster"
+)
+
+// Defaults applied by New to zero Config fields.
+const (
+	DefaultGroup          = "default"
+	DefaultLeaseTTL       = 10 * time.Second
+	DefaultOutputCap      = 1 << 20
+	DefaultMaxConcurrent  = 256
+	DefaultReportInterval = 200 * time.Millisecond
+	DefaultReportBatch    = 500
+	DefaultReportMaxBytes = 8 << 20
+	DefaultRunningAfter   = time.Second
+	DefaultShutdownGrace  = 10 * time.Second
+	DefaultFlushTimeout   = 5 * time.Second
+	DefaultMaxTxnOps      = 8192
+)
+
+// Node statuses written in NodeInfo.Status.
+const (
+	// NodeOnline: the node takes new fires.
+	NodeOnline = "online"
+	// NodeDraining: the node is stopping; it finishes what it runs and
+	// reports it, and placement should send it nothing new.
+	NodeDraining = "draining"
+)
+
+// Config configures an Agent.
+type Config struct {
+	// UUID identifies the node; it names the node's keys in etcd. Required.
+	UUID string
+	// Group is the node's group (xxl-job "executor" appname); default "default".
+	Group string
+	// IP is the address the node advertises.
+	IP string
+	// Port is the port the node advertises.
+	Port int
+	// Version is the node software version advertised in NodeInfo.
+	Version string
+	// Keys builds the etcd keys; the zero value uses cluster.DefaultRoot.
+	Keys cluster.Keys
+	// LeaseTTL is the TTL of the registration lease; default 10s.
+	LeaseTTL time.Duration
+	// OutputCap is how many bytes of a run's output are kept; default 1 MiB.
+	OutputCap int
+	// ServerURLs is a static list of server base URLs (e.g.
+	// "http://10.0.0.1:8080"). When empty, the agent discovers the servers
+	// from the seed-004 registry (cluster.RegistryRoot) and keeps the list
+	// current with a watch.
+	ServerURLs []string
+	// NodeToken is sent as "Authorization: Bearer <NodeToken>" with results.
+	NodeToken string
+	// MaxConcurrent bounds the fires running at once; default 256.
+	MaxConcurrent int
+	// ReportInterval is how long results are collected before a batch is
+	// sent; default 200ms.
+	ReportInterval time.Duration
+	// ReportBatch is the most results in one POST; a full batch is sent
+	// without waiting for ReportInterval. Default 500. The acked run keys of
+	// a batch are deleted in one etcd txn, so etcd's --max-txn-ops must be
+	// at least this (see MaxTxnOps).
+	ReportBatch int
+	// ReportMaxBytes bounds a batch's approximate size in bytes (outputs can
+	// be large); default 8 MiB. A single result larger than this is sent alone.
+	ReportMaxBytes int
+	// MaxTxnOps is the etcd server's per-transaction operation limit; run-key
+	// deletions are split into txns of at most this many. Default 8192 (the
+	// embedded etcd's); if etcd refuses a txn as too large, the agent falls
+	// back to etcd's stock limit of 128.
+	MaxTxnOps int
+	// RunningAfter is how long a run goes on before a "running" report is
+	// sent for it; default 1s. Shorter runs only report their end.
+	RunningAfter time.Duration
+	// ShutdownGrace is how long Stop lets running fires finish before it
+	// cancels them (they are then reported "killed"); default 10s.
+	ShutdownGrace time.Duration
+	// FlushTimeout bounds Stop's last attempt to deliver queued results;
+	// default 5s. What is not delivered stays in the spool, if any.
+	FlushTimeout time.Duration
+	// SpoolDir, when set, is a directory where undelivered results are kept
+	// so that a restart of the node loses none. Empty: memory only.
+	SpoolDir string
+	// Logger receives the agent's logs; default discards.
+	Logger *slog.Logger
+	// HTTPClient posts results; default a client with a 30s timeout.
+	HTTPClient *http.Client
+}
+
+// withDefaults returns c with zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	if c.Group == "" {
+		c.Group = DefaultGroup
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = DefaultLeaseTTL
+	}
+	if c.OutputCap == 0 {
+		c.OutputCap = DefaultOutputCap
+	}
+	if c.MaxConcurrent == 0 {
+		c.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if c.ReportInterval == 0 {
+		c.ReportInterval = DefaultReportInterval
+	}
+	if c.ReportBatch == 0 {
+		c.ReportBatch = DefaultReportBatch
+	}
+	if c.ReportMaxBytes == 0 {
+		c.ReportMaxBytes = DefaultReportMaxBytes
+	}
+	if c.MaxTxnOps == 0 {
+		c.MaxTxnOps = DefaultMaxTxnOps
+	}
+	if c.RunningAfter == 0 {
+		c.RunningAfter = DefaultRunningAfter
+	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = DefaultShutdownGrace
+	}
+	if c.FlushTimeout == 0 {
+		c.FlushTimeout = DefaultFlushTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	return c
+}
+
+// Validate reports what is wrong with c (after defaults).
+func (c Config) Validate() error {
+	var errs []error
+	if c.UUID == "" {
+		errs = append(errs, errors.New("UUID is required"))
+	}
+	if c.LeaseTTL < time.Second {
+		errs = append(errs, fmt.Errorf("LeaseTTL %s is below 1s", c.LeaseTTL))
+	}
+	for name, v := range map[string]int{
+		"OutputCap": c.OutputCap, "MaxConcurrent": c.MaxConcurrent, "ReportBatch": c.ReportBatch,
+		"ReportMaxBytes": c.ReportMaxBytes, "MaxTxnOps": c.MaxTxnOps,
+	} {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("%s %d is negative", name, v))
+		}
+	}
+	for name, v := range map[string]time.Duration{
+		"ReportInterval": c.ReportInterval, "RunningAfter": c.RunningAfter,
+		"ShutdownGrace": c.ShutdownGrace, "FlushTimeout": c.FlushTimeout,
+	} {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("%s %s is negative", name, v))
+		}
+	}
+	for _, s := range c.ServerURLs {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("server URL %q is not an http(s) URL", s))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("agent: invalid config: %w", err)
+	}
+	return nil
+}

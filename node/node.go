@@ -1,0 +1,176 @@
+// Package node composes a Cronix node: the plugin host that runs handler
+// plugins, the agent that registers in etcd, takes dispatched fires and
+// reports results, and a small health endpoint.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/node/agent"
+	"github.com/cronix/cronix/node/pluginhost"
+)
+
+// Config configures a node.
+type Config struct {
+	// DataDir keeps the node's uuid (stable across restarts) and spool.
+	DataDir string
+	// Group is the group (appname) this node serves.
+	Group string
+	// Keys is the etcd key layout.
+	Keys cluster.Keys
+	// NodeToken is presented to servers when reporting results.
+	NodeToken string
+	// ServerURLs are server API base URLs; empty = discover in etcd.
+	ServerURLs []string
+	// ListenAddr is the health endpoint's address ("127.0.0.1:0" picks a port).
+	ListenAddr string
+	// AdvertiseIP is registered as the node's IP; default the listener's IP.
+	AdvertiseIP string
+	// OutputCap is the most output kept per run.
+	OutputCap int
+	// LeaseTTL is the registration lease TTL.
+	LeaseTTL time.Duration
+	// Plugins are the handler plugins to start.
+	Plugins []pluginhost.Spec
+	// Version is registered with the node.
+	Version string
+	// Logger receives the node's logs.
+	Logger *slog.Logger
+}
+
+// Node is a running node agent.
+type Node struct {
+	cfg   Config
+	etcd  *clientv3.Client
+	log   *slog.Logger
+	uuid  string
+	host  *pluginhost.Host
+	agent *agent.Agent
+	http  *http.Server
+	wg    sync.WaitGroup
+	once  sync.Once
+}
+
+// New prepares a node; its uuid is read from (or created in) DataDir.
+func New(cfg Config, etcd *clientv3.Client) (*Node, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("node: DataDir is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Group == "" {
+		cfg.Group = "default"
+	}
+	if cfg.ListenAddr == "" {
+		cfg.ListenAddr = "127.0.0.1:0"
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("node: data dir: %w", err)
+	}
+	id, err := loadUUID(filepath.Join(cfg.DataDir, "node-uuid"))
+	if err != nil {
+		return nil, err
+	}
+	return &Node{cfg: cfg, etcd: etcd, uuid: id, log: cfg.Logger.With("component", "node", "node", id)}, nil
+}
+
+// UUID is the node's stable id.
+func (n *Node) UUID() string { return n.uuid }
+
+// Start launches the plugins, the health endpoint and the agent.
+func (n *Node) Start(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			n.Stop()
+		}
+	}()
+	n.host = pluginhost.New(n.cfg.Logger, n.cfg.Plugins)
+	if err := n.host.Start(ctx); err != nil {
+		return fmt.Errorf("node: plugins: %w", err)
+	}
+	l, err := net.Listen("tcp", n.cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("node: listen on %s: %w", n.cfg.ListenAddr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	})
+	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := n.http.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error("health endpoint stopped", "err", err)
+		}
+	}()
+	addr := l.Addr().(*net.TCPAddr)
+	ip := n.cfg.AdvertiseIP
+	if ip == "" {
+		ip = addr.IP.String()
+	}
+	n.agent, err = agent.New(agent.Config{
+		UUID: n.uuid, Group: n.cfg.Group, IP: ip, Port: addr.Port, Version: n.cfg.Version, Keys: n.cfg.Keys,
+		LeaseTTL: n.cfg.LeaseTTL, OutputCap: n.cfg.OutputCap, ServerURLs: n.cfg.ServerURLs,
+		NodeToken: n.cfg.NodeToken, SpoolDir: filepath.Join(n.cfg.DataDir, "spool"), Logger: n.cfg.Logger,
+	}, n.etcd, n.host)
+	if err != nil {
+		return fmt.Errorf("node: agent: %w", err)
+	}
+	if err := n.agent.Start(ctx); err != nil {
+		return fmt.Errorf("node: agent: %w", err)
+	}
+	n.log.Info("node started", "group", n.cfg.Group, "handlers", n.host.Handlers())
+	return nil
+}
+
+// Stop deregisters the node, lets running fires finish or cancels them,
+// flushes results and stops the plugins. Idempotent.
+func (n *Node) Stop() {
+	n.once.Do(func() {
+		if n.agent != nil {
+			n.agent.Stop()
+		}
+		if n.http != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = n.http.Shutdown(ctx)
+			cancel()
+		}
+		if n.host != nil {
+			n.host.Stop()
+		}
+		n.wg.Wait()
+	})
+}
+
+func loadUUID(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" {
+			return id, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("node: reading %s: %w", path, err)
+	}
+	id := uuid.NewString()
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("node: writing %s: %w", path, err)
+	}
+	return id, nil
+}

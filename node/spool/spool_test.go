@@ -1,0 +1,112 @@
+package spool
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cronix/cronix/cluster"
+)
+
+func results(from, to int) []cluster.RunResult {
+	var rs []cluster.RunResult
+	for i := from; i < to; i++ {
+		rs = append(rs, cluster.RunResult{FireID: fmt.Sprintf("1-%d", i), JobID: 1, Status: cluster.StatusSuccess, Output: "out"})
+	}
+	return rs
+}
+
+func fireIDs(rs []cluster.RunResult) []string {
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.FireID
+	}
+	return ids
+}
+
+func TestReopenReturnsUnackedInOrder(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, pending, err := Open(dir, nil)
+	require.NoError(t, err)
+	require.Empty(t, pending)
+
+	require.NoError(t, s.Append(results(0, 5)...))
+	require.NoError(t, s.Sync())
+	require.NoError(t, s.Ack(2))
+	require.NoError(t, s.Append(results(5, 7)...))
+	require.NoError(t, s.Ack(1))
+	require.Equal(t, 4, s.Pending())
+	require.NoError(t, s.Close())
+
+	s, pending, err = Open(dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, fireIDs(results(3, 7)), fireIDs(pending))
+	require.Equal(t, 4, s.Pending())
+	require.NoError(t, s.Ack(4))
+	require.NoError(t, s.Close())
+
+	st, err := os.Stat(filepath.Join(dir, FileName))
+	require.NoError(t, err)
+	require.Zero(t, st.Size(), "a fully delivered log is emptied")
+
+	_, pending, err = Open(dir, nil)
+	require.NoError(t, err)
+	require.Empty(t, pending)
+}
+
+func TestTornTailIsIgnored(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, _, err := Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.Append(results(0, 2)...))
+	require.NoError(t, s.Close())
+
+	// A crash in the middle of writing a third line.
+	f, err := os.OpenFile(filepath.Join(dir, FileName), os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`R{"fire_id":"1-2","sta`)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	s, pending, err := Open(dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"1-0", "1-1"}, fireIDs(pending))
+	// New lines start cleanly after the cut.
+	require.NoError(t, s.Append(results(9, 10)...))
+	require.NoError(t, s.Close())
+	_, pending, err = Open(dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"1-0", "1-1", "1-9"}, fireIDs(pending))
+}
+
+func TestCompactKeepsPending(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, _, err := Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.Append(results(0, 10)...))
+	require.NoError(t, s.Ack(4))
+	require.NoError(t, s.compact())
+	require.Equal(t, 6, s.Pending())
+	require.NoError(t, s.Append(results(10, 11)...))
+	require.NoError(t, s.Ack(1))
+	require.NoError(t, s.Close())
+
+	_, pending, err := Open(dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, fireIDs(results(5, 11)), fireIDs(pending))
+}
+
+func TestAckMoreThanPendingFails(t *testing.T) {
+	t.Parallel()
+	s, _, err := Open(t.TempDir(), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.Append(results(0, 1)...))
+	require.Error(t, s.Ack(2))
+}

@@ -1,0 +1,290 @@
+// Package api is Cronix's REST API (/api/v1) and HTTP front door: login and
+// bearer-token authentication, job CRUD with validation against the live
+// cluster, manual triggers, run history, the node list, and the internal
+// result intake nodes report to. Every replica serves it; writes go to SQL
+// first and are then signalled to the trigger leader through etcd.
+//
+// Errors are JSON {"error": "...", "fields": {...}}; the HTTP status is chosen
+// from the error's type in one place (writeError). Invalid input writes
+// nothing to SQL or etcd. See docs/api.md for the contract.
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/server/auth"
+	"github.com/cronix/cronix/server/store"
+)
+
+// Store is the part of the SQL record the API uses.
+type Store interface {
+	auth.SessionStore
+
+	EnsureGroup(ctx context.Context, appName, title string) (*store.Group, error)
+
+	CreateJob(ctx context.Context, j *store.Job) error
+	GetJob(ctx context.Context, id int64) (*store.Job, error)
+	UpdateJob(ctx context.Context, j *store.Job) error
+	DeleteJob(ctx context.Context, id int64) error
+	ListJobs(ctx context.Context, p store.Page) ([]store.Job, int, error)
+
+	ApplyResults(ctx context.Context, results []cluster.RunResult) error
+	GetRun(ctx context.Context, id int64) (*store.Run, error)
+	ListRuns(ctx context.Context, jobID int64, p store.Page) ([]store.Run, int, error)
+}
+
+var _ Store = (*store.Store)(nil)
+
+// DefaultTokenTTL is how long a login token is valid when Config.TokenTTL is 0.
+const DefaultTokenTTL = 24 * time.Hour
+
+// Body limits.
+const (
+	// MaxBodyBytes limits every request body except result batches.
+	MaxBodyBytes = 1 << 20
+	// MaxResultBodyBytes limits POST /api/v1/internal/results, which carries run output.
+	MaxResultBodyBytes = 64 << 20
+)
+
+// Config configures the API handler.
+type Config struct {
+	// Store is the SQL record. Required.
+	Store Store
+	// Etcd is the client to the live cluster state. Required.
+	Etcd *clientv3.Client
+	// Keys builds etcd keys; the zero value uses cluster.DefaultRoot.
+	Keys cluster.Keys
+	// Location is the time zone of schedules that name none; nil means time.Local.
+	Location *time.Location
+	// NodeToken is the shared secret nodes present as a bearer token to
+	// POST /api/v1/internal/results. Empty rejects every result batch.
+	NodeToken string
+	// TokenTTL is how long a login token is valid; 0 means DefaultTokenTTL.
+	TokenTTL time.Duration
+	// Logger receives request logs (debug) and internal errors; nil discards.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// UI serves "/" and every path outside /api and /healthz; nil serves a
+	// short HTML page at "/".
+	UI http.Handler
+}
+
+// Validate reports a missing required field.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, errors.New("api: Config.Store is required"))
+	}
+	if c.Etcd == nil {
+		errs = append(errs, errors.New("api: Config.Etcd is required"))
+	}
+	if c.TokenTTL < 0 {
+		errs = append(errs, errors.New("api: Config.TokenTTL must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// server holds the handlers' dependencies.
+type server struct {
+	store     Store
+	etcd      *clientv3.Client
+	keys      cluster.Keys
+	loc       *time.Location
+	nodeToken string
+	tokenTTL  time.Duration
+	log       *slog.Logger
+	now       func() time.Time
+}
+
+// New returns the HTTP handler serving /healthz, /api/v1 and the UI. It
+// panics if cfg.Validate fails: that is a wiring mistake, caught at startup.
+func New(cfg Config) http.Handler {
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+	s := &server{
+		store:     cfg.Store,
+		etcd:      cfg.Etcd,
+		keys:      cfg.Keys,
+		loc:       cfg.Location,
+		nodeToken: cfg.NodeToken,
+		tokenTTL:  cfg.TokenTTL,
+		log:       cfg.Logger,
+		now:       cfg.Now,
+	}
+	if s.loc == nil {
+		s.loc = time.Local
+	}
+	if s.tokenTTL == 0 {
+		s.tokenTTL = DefaultTokenTTL
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	ui := cfg.UI
+	if ui == nil {
+		ui = http.HandlerFunc(defaultUI)
+	}
+	router := s.routes()
+	front := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		if p == "/healthz" || p == "/api" || strings.HasPrefix(p, "/api/") {
+			router.ServeHTTP(w, r)
+			return
+		}
+		ui.ServeHTTP(w, r)
+	})
+	return s.logRequests(front)
+}
+
+// routes builds the router of /healthz and /api.
+func (s *server) routes() *mux.Router {
+	r := mux.NewRouter()
+	r.NotFoundHandler = s.handle(func(http.ResponseWriter, *http.Request) error { return errRouteNotFound })
+	r.MethodNotAllowedHandler = s.handle(func(http.ResponseWriter, *http.Request) error { return errMethodNotAllowed })
+
+	r.Handle("/healthz", s.handle(s.healthz)).Methods(http.MethodGet, http.MethodHead)
+
+	const v1 = "/api/v1"
+	r.Handle(v1+"/auth/login", s.body(MaxBodyBytes, s.handle(s.login))).Methods(http.MethodPost)
+
+	r.Handle(v1+"/jobs", s.user(MaxBodyBytes, s.listJobs)).Methods(http.MethodGet)
+	r.Handle(v1+"/jobs", s.user(MaxBodyBytes, s.createJob)).Methods(http.MethodPost)
+	r.Handle(v1+"/jobs/{id:[0-9]+}", s.user(MaxBodyBytes, s.getJob)).Methods(http.MethodGet)
+	r.Handle(v1+"/jobs/{id:[0-9]+}", s.user(MaxBodyBytes, s.updateJob)).Methods(http.MethodPut)
+	r.Handle(v1+"/jobs/{id:[0-9]+}", s.user(MaxBodyBytes, s.deleteJob)).Methods(http.MethodDelete)
+	r.Handle(v1+"/jobs/{id:[0-9]+}/trigger", s.user(MaxBodyBytes, s.triggerJob)).Methods(http.MethodPost)
+	r.Handle(v1+"/jobs/{id:[0-9]+}/runs", s.user(MaxBodyBytes, s.listRuns)).Methods(http.MethodGet)
+	r.Handle(v1+"/runs/{id:[0-9]+}", s.user(MaxBodyBytes, s.getRun)).Methods(http.MethodGet)
+	r.Handle(v1+"/nodes", s.user(MaxBodyBytes, s.listNodes)).Methods(http.MethodGet)
+
+	r.Handle(v1+"/internal/results", s.body(MaxResultBodyBytes, s.node(s.postResults))).Methods(http.MethodPost)
+	return r
+}
+
+// handlerFunc is an API handler: it writes a success response itself or
+// returns an error for writeError.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// handle adapts a handlerFunc, sending its error through writeError.
+func (s *server) handle(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// body limits the request body to limit bytes.
+func (s *server) body(limit int64, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// user wraps h with a body limit and user bearer-token authentication.
+func (s *server) user(limit int64, h handlerFunc) http.Handler {
+	return s.body(limit, s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		u, err := s.authenticate(r)
+		if err != nil {
+			return err
+		}
+		return h(w, r.WithContext(withUser(r.Context(), u)))
+	}))
+}
+
+// node wraps h with node-token authentication.
+func (s *server) node(h handlerFunc) http.Handler {
+	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		if !s.nodeAuthorized(r) {
+			return errUnauthorized
+		}
+		return h(w, r)
+	})
+}
+
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+const defaultUIPage = `<!doctype html>
+<html><head><meta charset="utf-8"><title>Cronix</title></head>
+<body>
+<h1>Cronix</h1>
+<p>The web UI is not built into this binary. The REST API is served under <code>/api/v1</code>;
+it is documented in <code>docs/api.md</code> of the source tree.</p>
+<p>Health: <a href="/healthz">/healthz</a></p>
+</body></html>
+`
+
+// defaultUI is the UI when none is configured.
+func defaultUI(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/" {
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write([]byte(defaultUIPage))
+}
+
+// statusRecorder remembers the status code a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// logRequests logs every request at debug level: method, path, status and
+// duration. It never logs headers, query strings or bodies (tokens, passwords).
+func (s *server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		status := rec.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		s.log.LogAttrs(r.Context(), slog.LevelDebug, "http request",
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.Int("status", status),
+			slog.Duration("duration", time.Since(start)))
+	})
+}

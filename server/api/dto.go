@@ -1,0 +1,216 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/server/store"
+)
+
+// TimeLayout is how the API writes instants: RFC 3339 in UTC with milliseconds.
+const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// Time is an instant in API JSON: TimeLayout, or null when unset (zero).
+type Time struct{ time.Time }
+
+// MarshalJSON writes TimeLayout in UTC, or null for the zero time.
+func (t Time) MarshalJSON() ([]byte, error) {
+	if t.IsZero() {
+		return []byte("null"), nil
+	}
+	return []byte(`"` + t.UTC().Format(TimeLayout) + `"`), nil
+}
+
+// UnmarshalJSON reads an RFC 3339 string or null.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		t.Time = time.Time{}
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("time must be an RFC 3339 string: %w", err)
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return err
+	}
+	t.Time = v
+	return nil
+}
+
+func timeOf(p *time.Time) Time {
+	if p == nil {
+		return Time{}
+	}
+	return Time{*p}
+}
+
+// LoginRequest is the body of POST /api/v1/auth/login.
+type LoginRequest struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+// LoginResponse is the reply to a successful login.
+type LoginResponse struct {
+	// Token is the bearer token for Authorization headers.
+	Token string `json:"token"`
+	// ExpiresAt is when the token stops working.
+	ExpiresAt Time `json:"expires_at"`
+}
+
+// JobRequest is the body of POST /api/v1/jobs and PUT /api/v1/jobs/{id}:
+// every writable field of a job (PUT replaces them all).
+type JobRequest struct {
+	Name           string          `json:"name"`
+	Group          string          `json:"group"`         // default "default"
+	ScheduleType   string          `json:"schedule_type"` // default "cron"
+	Schedule       string          `json:"schedule"`
+	Timezone       string          `json:"timezone"` // IANA name; "" = server default
+	Handler        string          `json:"handler"`
+	Params         json.RawMessage `json:"params"`          // JSON object; default {}
+	TimeoutSeconds int             `json:"timeout_seconds"` // 0 = none, max 86400
+	Enabled        *bool           `json:"enabled"`         // default true
+	Description    string          `json:"description"`
+	Author         string          `json:"author"`
+}
+
+// Job is a job as the API shows it.
+type Job struct {
+	ID             int64           `json:"id"`
+	Name           string          `json:"name"`
+	Group          string          `json:"group"`
+	ScheduleType   string          `json:"schedule_type"`
+	Schedule       string          `json:"schedule"`
+	Timezone       string          `json:"timezone"`
+	Handler        string          `json:"handler"`
+	Params         json.RawMessage `json:"params"`
+	TimeoutSeconds int             `json:"timeout_seconds"`
+	Enabled        bool            `json:"enabled"`
+	Description    string          `json:"description"`
+	Author         string          `json:"author"`
+	Revision       int64           `json:"revision"`
+	CreatedAt      Time            `json:"created_at"`
+	UpdatedAt      Time            `json:"updated_at"`
+}
+
+func jobFromStore(j *store.Job) Job {
+	params := j.Params
+	if len(params) == 0 {
+		params = json.RawMessage("{}")
+	}
+	return Job{
+		ID:             j.ID,
+		Name:           j.Name,
+		Group:          j.Group,
+		ScheduleType:   j.ScheduleType,
+		Schedule:       j.Schedule,
+		Timezone:       j.Timezone,
+		Handler:        j.Handler,
+		Params:         params,
+		TimeoutSeconds: j.TimeoutSeconds,
+		Enabled:        j.Enabled,
+		Description:    j.Description,
+		Author:         j.Author,
+		Revision:       j.Revision,
+		CreatedAt:      Time{j.CreatedAt},
+		UpdatedAt:      Time{j.UpdatedAt},
+	}
+}
+
+// Run is one fire of a job on one target as the API shows it.
+type Run struct {
+	ID              int64  `json:"id"`
+	FireID          string `json:"fire_id"`
+	JobID           int64  `json:"job_id"`
+	Trigger         string `json:"trigger"`
+	Status          string `json:"status"`
+	ScheduledAt     Time   `json:"scheduled_at"`
+	DispatchedAt    Time   `json:"dispatched_at"`
+	StartedAt       Time   `json:"started_at"`
+	FinishedAt      Time   `json:"finished_at"`
+	ExitCode        *int   `json:"exit_code"`
+	Node            string `json:"node"`
+	Output          string `json:"output"`
+	OutputTruncated bool   `json:"output_truncated"`
+	Message         string `json:"message"`
+}
+
+func runFromStore(r *store.Run) Run {
+	return Run{
+		ID:              r.ID,
+		FireID:          r.FireID,
+		JobID:           r.JobID,
+		Trigger:         r.Trigger,
+		Status:          r.Status,
+		ScheduledAt:     Time{r.ScheduledAt},
+		DispatchedAt:    timeOf(r.DispatchedAt),
+		StartedAt:       timeOf(r.StartedAt),
+		FinishedAt:      timeOf(r.FinishedAt),
+		ExitCode:        r.ExitCode,
+		Node:            r.Node,
+		Output:          r.Output,
+		OutputTruncated: r.OutputTruncated,
+		Message:         r.Message,
+	}
+}
+
+// List is a page of items with the total count.
+type List[T any] struct {
+	Items    []T `json:"items"`
+	Total    int `json:"total"`
+	Page     int `json:"page"`
+	PageSize int `json:"page_size"`
+}
+
+// TriggerRequest is the optional body of POST /api/v1/jobs/{id}/trigger.
+type TriggerRequest struct {
+	// Node is the uuid of the node to run on; "" uses the job's routing.
+	Node string `json:"node"`
+}
+
+// StatusResponse is a bare {"status": "..."} reply.
+type StatusResponse struct {
+	Status string `json:"status"`
+}
+
+// Plugin is a handler a node offers.
+type Plugin struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// Node is a live node as the API shows it.
+type Node struct {
+	UUID    string   `json:"uuid"`
+	Group   string   `json:"group"`
+	Address string   `json:"address"`
+	Status  string   `json:"status"`
+	Plugins []Plugin `json:"plugins"`
+	Version string   `json:"version"`
+	Started Time     `json:"started"`
+}
+
+func nodeFromCluster(n cluster.NodeInfo) Node {
+	plugins := make([]Plugin, 0, len(n.Plugins))
+	for _, p := range n.Plugins {
+		plugins = append(plugins, Plugin{Name: p.Name, Version: p.Version})
+	}
+	return Node{
+		UUID:    n.UUID,
+		Group:   n.Group,
+		Address: n.Address(),
+		Status:  n.Status,
+		Plugins: plugins,
+		Version: n.Version,
+		Started: Time{n.Started},
+	}
+}
+
+// NodeList is the reply of GET /api/v1/nodes.
+type NodeList struct {
+	Items []Node `json:"items"`
+}

@@ -1,0 +1,38 @@
+// Package raftha elects the Cronix trigger leader among server replicas with
+// hashicorp/raft and replicates the scheduler's own state: per-job fire
+// cursors (the last scheduled time fired, Unix ms) and opaque route state
+// (round-robin counters, LFU/LRU use) for the route strategies.
+//
+// Storage: raft-boltdb/v2 (raft.db) for the log and stable store, a file
+// snapshot store (snapshots/), a TCP transport. A single voter bootstraps
+// itself (Config.Bootstrap); Config.Peers is reserved for HA.
+//
+// # Leadership
+//
+// Callbacks registered with OnLeadership run, each in its own goroutine,
+// when this node gains leadership, after raft.Barrier has applied every
+// committed entry to the FSM (so Cursors is up to date):
+//
+//	follower ──gain(term)──► barrier ──► callbacks(ctx, term) ──lose / Close──► ctx cancelled
+//
+// Guarantees:
+//   - At most one leader session runs in a process at a time: a new session
+//     waits until every callback of the previous one has returned before it
+//     starts its own, so leader work of two terms never overlaps locally.
+//   - A session is identified by its term; a stale session (leadership lost,
+//     or the term moved on before the barrier finished) never starts its
+//     callbacks and cannot cancel a newer session.
+//   - Leadership changes are read from raft's NotifyCh, which is drained by
+//     one goroutine, so no gain/loss edge is missed (LeaderCh is lossy).
+//
+// Not guaranteed: a deposed leader learns it lost leadership only when raft
+// tells it (lease timeout). Work that must not be done by two leaders (the
+// scheduler's dispatch) is therefore also fenced outside raft, on the etcd
+// leader key with the raft term.
+//
+// # State
+//
+// Cursors only move forward: ApplyCursors stores max(old, new) per job, in
+// one raft entry for the whole batch. Snapshots hold the full state, so a
+// restart restores the latest snapshot and replays only the trailing log.
+package raftha

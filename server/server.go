@@ -1,0 +1,247 @@
+// Package server composes a Cronix server replica: the SQL store, the REST
+// API and UI, the raft node and — while this replica leads — the trigger
+// loop. It owns their start and stop order.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/server/api"
+	"github.com/cronix/cronix/server/auth"
+	"github.com/cronix/cronix/server/dispatch"
+	"github.com/cronix/cronix/server/raftha"
+	"github.com/cronix/cronix/server/scheduler"
+	"github.com/cronix/cronix/server/store"
+	"github.com/cronix/cronix/ui"
+)
+
+// Config configures one server replica.
+type Config struct {
+	// ID uniquely names this replica in raft and in the leader fence.
+	ID string
+	// DataDir holds the raft log, stable store and snapshots.
+	DataDir string
+	// HTTPAddr is the listen address of the API and UI.
+	HTTPAddr string
+	// AdvertiseURL is how nodes reach this replica's API; default http://<listen address>.
+	AdvertiseURL string
+	// DSN is the database (see store.Open).
+	DSN string
+	// Keys is the etcd key layout.
+	Keys cluster.Keys
+	// RaftAddr is the raft transport address.
+	RaftAddr string
+	// RaftBootstrap bootstraps a single-voter cluster on first start.
+	RaftBootstrap bool
+	// Location is the default time zone of schedules.
+	Location *time.Location
+	// NodeToken is the shared secret nodes present when reporting results.
+	NodeToken string
+	// AdminPassword is the password of the admin user created on first start ("" = random).
+	AdminPassword string
+	// DispatchMaxOps caps operations per etcd transaction.
+	DispatchMaxOps int
+	// Version is reported in the server registration.
+	Version string
+	// Logger receives the replica's logs.
+	Logger *slog.Logger
+}
+
+// Server is one replica. Start it once; Stop is idempotent.
+type Server struct {
+	cfg  Config
+	etcd *clientv3.Client
+	log  *slog.Logger
+
+	store    *store.Store
+	raft     *raftha.Node
+	http     *http.Server
+	listener net.Listener
+	url      string
+	lease    clientv3.LeaseID
+
+	adminCreated  bool
+	adminPassword string
+
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+}
+
+// New checks cfg and returns a Server that is not started yet.
+func New(cfg Config, etcd *clientv3.Client) (*Server, error) {
+	switch {
+	case cfg.ID == "":
+		return nil, errors.New("server: ID is required")
+	case cfg.DSN == "":
+		return nil, errors.New("server: DSN is required")
+	case cfg.NodeToken == "":
+		return nil, errors.New("server: NodeToken is required")
+	case etcd == nil:
+		return nil, errors.New("server: etcd client is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Location == nil {
+		cfg.Location = time.Local
+	}
+	if cfg.DispatchMaxOps <= 0 {
+		cfg.DispatchMaxOps = 128
+	}
+	return &Server{cfg: cfg, etcd: etcd, log: cfg.Logger.With("component", "server")}, nil
+}
+
+// Start opens the store, raft and the HTTP listener, and registers the
+// replica in etcd. On error everything started so far is stopped.
+func (s *Server) Start(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+
+	if s.store, err = store.Open(ctx, s.cfg.DSN); err != nil {
+		return fmt.Errorf("server: opening database: %w", err)
+	}
+	if s.adminCreated, s.adminPassword, err = auth.EnsureAdmin(ctx, s.store, s.cfg.AdminPassword); err != nil {
+		return fmt.Errorf("server: creating admin user: %w", err)
+	}
+
+	s.listener, err = net.Listen("tcp", s.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("server: listen on %s: %w", s.cfg.HTTPAddr, err)
+	}
+	s.url = s.cfg.AdvertiseURL
+	if s.url == "" {
+		s.url = "http://" + s.listener.Addr().String()
+	}
+	handler := api.New(api.Config{
+		Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, Location: s.cfg.Location,
+		NodeToken: s.cfg.NodeToken, Logger: s.cfg.Logger, UI: ui.Handler(),
+	})
+	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.http.Serve(s.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("http server stopped", "err", err)
+		}
+	}()
+
+	s.raft, err = raftha.Open(raftha.Config{
+		ID: s.cfg.ID, Dir: s.cfg.DataDir, BindAddr: s.cfg.RaftAddr, Bootstrap: s.cfg.RaftBootstrap,
+		Logger: s.cfg.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("server: raft: %w", err)
+	}
+	disp := dispatch.New(s.etcd, s.cfg.Keys, s.cfg.ID, dispatch.WithMaxOps(s.cfg.DispatchMaxOps))
+	sched := scheduler.New(scheduler.Config{
+		Jobs: s.store, Runs: s.store, Cursors: s.raft, Dispatcher: disp, Etcd: s.etcd, Keys: s.cfg.Keys,
+		Location: s.cfg.Location, Logger: s.cfg.Logger,
+	})
+	s.raft.OnLeadership(func(ctx context.Context, term uint64) {
+		s.lead(ctx, term, sched)
+	})
+
+	if err := s.register(ctx, runCtx); err != nil {
+		return err
+	}
+	s.log.Info("server started", "id", s.cfg.ID, "url", s.url)
+	return nil
+}
+
+// lead runs the trigger loop for one term, retrying after transient errors
+// until leadership (ctx) ends.
+func (s *Server) lead(ctx context.Context, term uint64, sched *scheduler.Scheduler) {
+	log := s.log.With("term", term)
+	log.Info("gained trigger leadership")
+	defer log.Info("trigger leadership ended")
+	backoff := 200 * time.Millisecond
+	for ctx.Err() == nil {
+		err := sched.Run(ctx, term)
+		if ctx.Err() != nil {
+			return
+		}
+		log.Error("trigger loop stopped; restarting", "err", err, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+// register publishes this replica under the seed-004 registry layout so
+// nodes can find an API to report to.
+func (s *Server) register(ctx, runCtx context.Context) error {
+	lease, err := s.etcd.Grant(ctx, 10)
+	if err != nil {
+		return fmt.Errorf("server: etcd lease: %w", err)
+	}
+	s.lease = lease.ID
+	host := s.listener.Addr().String()
+	val, _ := json.Marshal(cluster.ServerInfo{ID: s.cfg.ID, URL: s.url, Version: s.cfg.Version, Started: time.Now().UTC()})
+	if _, err := s.etcd.Put(ctx, cluster.ServerRegistration(host), string(val), clientv3.WithLease(lease.ID)); err != nil {
+		return fmt.Errorf("server: registering in etcd: %w", err)
+	}
+	ka, err := s.etcd.KeepAlive(runCtx, lease.ID)
+	if err != nil {
+		return fmt.Errorf("server: etcd keepalive: %w", err)
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for range ka { //nolint:revive // drain keepalive responses
+		}
+	}()
+	return nil
+}
+
+// URL is the advertised base URL of the API.
+func (s *Server) URL() string { return s.url }
+
+// AdminCreated reports whether Start created the admin user, and its password.
+func (s *Server) AdminCreated() (bool, string) { return s.adminCreated, s.adminPassword }
+
+// Stop shuts the replica down: raft first (leadership ends, the trigger
+// loop stops), then HTTP, the registration and the store.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() {
+		if s.raft != nil {
+			s.raft.Close()
+		}
+		if s.http != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = s.http.Shutdown(ctx)
+			cancel()
+		}
+		if s.lease != 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, _ = s.etcd.Revoke(ctx, s.lease)
+			cancel()
+		}
+		if s.cancel != nil {
+			s.cancel()
+		}
+		s.wg.Wait()
+		if s.store != nil {
+			_ = s.store.Close()
+		}
+	})
+}

@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/mysqldialect"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"github.com/uptrace/bun/driver/pgdriver"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	schema "github.com/cronix/cronix/sql"
+)
+
+// sqlitePragmas are added to a SQLite DSN unless it sets them itself:
+// wait instead of failing while another connection writes, WAL so readers
+// never block the writer, and enforced foreign keys.
+var sqlitePragmas = []struct{ name, value string }{
+	{"busy_timeout", "busy_timeout(5000)"},
+	{"journal_mode", "journal_mode(WAL)"},
+	{"foreign_keys", "foreign_keys(1)"},
+}
+
+// openDB turns a Cronix DSN into a bun.DB and names its dialect. It pings
+// the server first: bun's MySQL dialect queries the server version while
+// being built, without a context.
+func openDB(ctx context.Context, dsn string) (*bun.DB, string, error) {
+	switch {
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		connector, err := newPGConnector(dsn)
+		if err != nil {
+			return nil, "", err
+		}
+		sqldb := sql.OpenDB(connector)
+		sqldb.SetMaxOpenConns(32)
+		sqldb.SetMaxIdleConns(8)
+		sqldb.SetConnMaxIdleTime(5 * time.Minute)
+		if err := sqldb.PingContext(ctx); err != nil {
+			_ = sqldb.Close()
+			return nil, "", fmt.Errorf("store: connect to postgres: %w", err)
+		}
+		return bun.NewDB(sqldb, pgdialect.New()), schema.Postgres, nil
+
+	case strings.HasPrefix(dsn, "mysql://"):
+		cfg, err := mysql.ParseDSN(strings.TrimPrefix(dsn, "mysql://"))
+		if err != nil {
+			return nil, "", fmt.Errorf("store: parse mysql dsn: %w", err)
+		}
+		// Times are written as UTC wall clock into DATETIME and must come
+		// back as UTC time.Time.
+		cfg.ParseTime = true
+		cfg.Loc = time.UTC
+		connector, err := mysql.NewConnector(cfg)
+		if err != nil {
+			return nil, "", fmt.Errorf("store: mysql connector: %w", err)
+		}
+		sqldb := sql.OpenDB(connector)
+		sqldb.SetMaxOpenConns(32)
+		sqldb.SetMaxIdleConns(8)
+		sqldb.SetConnMaxLifetime(time.Hour)
+		if err := sqldb.PingContext(ctx); err != nil {
+			_ = sqldb.Close()
+			return nil, "", fmt.Errorf("store: connect to mysql: %w", err)
+		}
+		return bun.NewDB(sqldb, mysqldialect.New(mysqldialect.WithTimeLocation("UTC"))), schema.MySQL, nil
+
+	default:
+		path, memory, err := sqliteDSN(dsn)
+		if err != nil {
+			return nil, "", err
+		}
+		sqldb, err := sql.Open("sqlite", path)
+		if err != nil {
+			return nil, "", fmt.Errorf("store: open sqlite: %w", err)
+		}
+		if memory {
+			// Every connection to ":memory:" is its own database: keep one.
+			sqldb.SetMaxOpenConns(1)
+			sqldb.SetMaxIdleConns(1)
+			sqldb.SetConnMaxIdleTime(0)
+			sqldb.SetConnMaxLifetime(0)
+		} else {
+			// Writers serialize on SQLite's lock (BEGIN IMMEDIATE plus
+			// busy_timeout); WAL lets readers run beside them.
+			sqldb.SetMaxOpenConns(8)
+			sqldb.SetMaxIdleConns(8)
+		}
+		return bun.NewDB(sqldb, sqlitedialect.New()), schema.SQLite, nil
+	}
+}
+
+// newPGConnector wraps pgdriver.NewConnector, which panics on a DSN it
+// cannot parse, into an error.
+func newPGConnector(dsn string) (c *pgdriver.Connector, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("store: parse postgres dsn: %v", r)
+		}
+	}()
+	return pgdriver.NewConnector(pgdriver.WithDSN(dsn)), nil
+}
+
+// sqliteDSN returns the modernc.org/sqlite DSN for a Cronix SQLite DSN:
+// "sqlite:///abs/path.db", "sqlite://rel/path.db", "sqlite:path.db",
+// "file:path.db" or a bare path, each optionally followed by "?" and driver
+// parameters. It adds the default pragmas and _txlock=immediate so that a
+// transaction takes the write lock up front (waiting up to busy_timeout)
+// instead of failing with SQLITE_BUSY when it later tries to write.
+func sqliteDSN(dsn string) (string, bool, error) {
+	rest := dsn
+	switch {
+	case strings.HasPrefix(rest, "sqlite://"):
+		rest = strings.TrimPrefix(rest, "sqlite://")
+	case strings.HasPrefix(rest, "sqlite3://"):
+		rest = strings.TrimPrefix(rest, "sqlite3://")
+	case strings.HasPrefix(rest, "sqlite:"):
+		rest = strings.TrimPrefix(rest, "sqlite:")
+	}
+	path, rawQuery, _ := strings.Cut(rest, "?")
+	if strings.Contains(path, "://") {
+		return "", false, fmt.Errorf("store: unsupported dsn scheme in %q (want sqlite://, postgres:// or mysql://)", dsn)
+	}
+	if path == "" {
+		return "", false, fmt.Errorf("store: empty sqlite path in dsn %q", dsn)
+	}
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return "", false, fmt.Errorf("store: parse sqlite dsn parameters: %w", err)
+	}
+	memory := path == ":memory:" || strings.Contains(path, "mode=memory")
+	have := strings.ToLower(strings.Join(q["_pragma"], ","))
+	for _, p := range sqlitePragmas {
+		if memory && p.name == "journal_mode" {
+			continue
+		}
+		if !strings.Contains(have, p.name) {
+			q.Add("_pragma", p.value)
+		}
+	}
+	if q.Get("_txlock") == "" {
+		q.Set("_txlock", "immediate")
+	}
+	return path + "?" + q.Encode(), memory, nil
+}

@@ -204,11 +204,7 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 	defer nd.Stop()
 
 	fmt.Fprintf(stdout, "\nCronix %s is running (standalone)\n  URL:   %s\n", buildinfo.String(), srv.URL())
-	if created, pw := srv.AdminCreated(); created {
-		fmt.Fprintf(stdout, "  login: admin / %s   (shown once; set CRONIX_ADMIN_PASSWORD to choose it)\n", pw)
-	} else {
-		fmt.Fprintf(stdout, "  login: admin (password set on first start)\n")
-	}
+	printLogin(stdout, srv, getenv("CRONIX_ADMIN_PASSWORD") != "")
 	fmt.Fprintf(stdout, "  etcd:  %s   node token: %s\n  data:  %s\n  Stop with Ctrl-C.\n\n",
 		etcd.Endpoint(), filepath.Join(dataDir, "node-token"), dataDir)
 	<-ctx.Done()
@@ -225,6 +221,7 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
+	cfg.NodeToken = strings.TrimSpace(cfg.NodeToken)
 	if cfg.NodeToken == "" {
 		return errors.New("--node-token (CRONIX_NODE_TOKEN) is required")
 	}
@@ -257,9 +254,7 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	defer srv.Stop()
 	fmt.Fprintf(stdout, "Cronix server %s is running: %s\n", cfg.ID, srv.URL())
-	if created, pw := srv.AdminCreated(); created {
-		fmt.Fprintf(stdout, "  login: admin / %s   (shown once; set CRONIX_ADMIN_PASSWORD to choose it)\n", pw)
-	}
+	printLogin(stdout, srv, getenv("CRONIX_ADMIN_PASSWORD") != "")
 	<-ctx.Done()
 	return nil
 }
@@ -273,6 +268,7 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
+	cfg.NodeToken = strings.TrimSpace(cfg.NodeToken)
 	if cfg.NodeToken == "" {
 		return errors.New("--node-token (CRONIX_NODE_TOKEN) is required")
 	}
@@ -388,4 +384,18 @@ func persistentSecret(path string) (string, error) {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// printLogin tells how to log in. A generated password is printed once, on
+// the start that created it; a password the operator chose is never echoed.
+func printLogin(w io.Writer, srv *server.Server, fromEnv bool) {
+	created, pw := srv.AdminCreated()
+	switch {
+	case created && !fromEnv:
+		fmt.Fprintf(w, "  login: admin / %s   (shown once; set CRONIX_ADMIN_PASSWORD to choose it)\n", pw)
+	case created:
+		fmt.Fprintln(w, "  login: admin / the password in CRONIX_ADMIN_PASSWORD")
+	default:
+		fmt.Fprintln(w, "  login: admin (password set on first start)")
+	}
 }

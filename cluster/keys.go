@@ -41,6 +41,27 @@ func (k Keys) NodePrefix() string { return k.root() + "/node/" }
 // Node is the registration key of one node.
 func (k Keys) Node(nodeUUID string) string { return k.NodePrefix() + nodeUUID }
 
+// JobRoot is the directory of the job configs placed on every node (the
+// parent of every JobPrefix); the leader's placement lists it.
+func (k Keys) JobRoot() string { return k.root() + "/job/" }
+
+// ParseJobKey splits a key built by Job into its node uuid and job id.
+func (k Keys) ParseJobKey(key string) (nodeUUID string, jobID int64, err error) {
+	rest, ok := strings.CutPrefix(key, k.JobRoot())
+	if !ok {
+		return "", 0, fmt.Errorf("cluster: %q is not a job key under %s", key, k.JobRoot())
+	}
+	node, id, ok := strings.Cut(rest, "/")
+	if !ok || node == "" {
+		return "", 0, fmt.Errorf("cluster: job key %q has no node", key)
+	}
+	jobID, err = strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		return "", 0, fmt.Errorf("cluster: job key %q has no job id: %w", key, err)
+	}
+	return node, jobID, nil
+}
+
 // JobPrefix is the directory of job configs placed on one node.
 func (k Keys) JobPrefix(nodeUUID string) string { return k.root() + "/job/" + nodeUUID + "/" }
 

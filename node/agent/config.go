@@ -149,20 +149,26 @@ func (c Config) Validate() error {
 	if c.LeaseTTL < time.Second {
 		errs = append(errs, fmt.Errorf("LeaseTTL %s is below 1s", c.LeaseTTL))
 	}
-	for name, v := range map[string]int{
-		"OutputCap": c.OutputCap, "MaxConcurrent": c.MaxConcurrent, "ReportBatch": c.ReportBatch,
-		"ReportMaxBytes": c.ReportMaxBytes, "MaxTxnOps": c.MaxTxnOps,
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"OutputCap", c.OutputCap}, {"MaxConcurrent", c.MaxConcurrent}, {"ReportBatch", c.ReportBatch},
+		{"ReportMaxBytes", c.ReportMaxBytes}, {"MaxTxnOps", c.MaxTxnOps},
 	} {
-		if v < 0 {
-			errs = append(errs, fmt.Errorf("%s %d is negative", name, v))
+		if f.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s %d must be positive", f.name, f.v))
 		}
 	}
-	for name, v := range map[string]time.Duration{
-		"ReportInterval": c.ReportInterval, "RunningAfter": c.RunningAfter,
-		"ShutdownGrace": c.ShutdownGrace, "FlushTimeout": c.FlushTimeout,
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"ReportInterval", c.ReportInterval}, {"RunningAfter", c.RunningAfter},
+		{"ShutdownGrace", c.ShutdownGrace}, {"FlushTimeout", c.FlushTimeout},
 	} {
-		if v < 0 {
-			errs = append(errs, fmt.Errorf("%s %s is negative", name, v))
+		if f.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s %s must be positive", f.name, f.v))
 		}
 	}
 	for _, s := range c.ServerURLs {

@@ -21,14 +21,14 @@ import (
 
 // Job validation limits.
 const (
-	MaxJobNameChars    = 200
-	MaxGroupChars      = 100
-	MaxParamsBytes     = 64 << 10
-	MaxTimeoutSeconds  = 86400
-	DefaultGroup       = "default"
-	DefaultPageSize    = 20
-	MaxPageSize        = 500
-	defaultScheduleTyp = schedule.TypeCron
+	MaxJobNameChars     = 200
+	MaxGroupChars       = 100
+	MaxParamsBytes      = 64 << 10
+	MaxTimeoutSeconds   = 86400
+	DefaultGroup        = "default"
+	DefaultPageSize     = 20
+	MaxPageSize         = 500
+	defaultScheduleType = schedule.TypeCron
 )
 
 // pathID parses the {id} route variable; a number too large for int64 is a
@@ -100,7 +100,7 @@ func (s *server) jobFromRequest(ctx context.Context, req JobRequest) (*store.Job
 	}
 
 	if j.ScheduleType == "" {
-		j.ScheduleType = defaultScheduleTyp
+		j.ScheduleType = defaultScheduleType
 	}
 	tz := j.Timezone
 	if tz != "" {

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -34,12 +37,25 @@ const DefaultMaxTxnOps = 8192
 
 // Etcd is a running embedded etcd server.
 type Etcd struct {
-	e        *embed.Etcd
-	endpoint string
+	e         *embed.Etcd
+	endpoint  string
+	closeOnce sync.Once
 }
 
-// Start starts etcd and waits until it serves (at most 60 s or ctx).
+// Start starts etcd and waits until it serves (at most 60 s or ctx). When an
+// address asks for a free port (":0"), a port taken between choosing and
+// binding it is retried with another one.
 func Start(ctx context.Context, cfg Config) (*Etcd, error) {
+	auto := cfg.ClientAddr == "" || cfg.PeerAddr == "" || strings.HasSuffix(cfg.ClientAddr, ":0") || strings.HasSuffix(cfg.PeerAddr, ":0")
+	for attempt := 1; ; attempt++ {
+		e, err := start(ctx, cfg)
+		if err == nil || !auto || attempt == 5 || !addrInUse(err) {
+			return e, err
+		}
+	}
+}
+
+func start(ctx context.Context, cfg Config) (*Etcd, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("embedetcd: Dir is required")
 	}
@@ -55,7 +71,8 @@ func Start(ctx context.Context, cfg Config) (*Etcd, error) {
 	ec.Name = "cronix"
 	ec.Dir = cfg.Dir
 	ec.Logger = "zap"
-	ec.LogLevel = "error"
+	// etcd logs expected shutdown errors at "error"; Cronix reports real failures itself.
+	ec.LogLevel = "fatal"
 	ec.LogOutputs = []string{"stderr"}
 	cu := url.URL{Scheme: "http", Host: clientAddr}
 	pu := url.URL{Scheme: "http", Host: peerAddr}
@@ -107,11 +124,12 @@ func (e *Etcd) Client() (*clientv3.Client, error) {
 	return c, nil
 }
 
-// Close stops the server.
+// Close stops the server. It is idempotent.
 func (e *Etcd) Close() {
-	if e != nil && e.e != nil {
-		e.e.Close()
+	if e == nil || e.e == nil {
+		return
 	}
+	e.closeOnce.Do(e.e.Close)
 }
 
 // resolveAddr turns "host:0" into a concrete free port, since etcd must
@@ -133,4 +151,8 @@ func resolveAddr(addr string) (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+func addrInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
 }

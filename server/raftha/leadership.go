@@ -73,11 +73,12 @@ func (n *Node) startSessionLocked(term uint64) {
 	if n.closing {
 		return
 	}
-	prev := n.session
 	n.stopSessionLocked() // a gain without a loss in between: end the old one anyway
+	prev := n.last
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &session{term: term, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	n.session = s
+	n.last = s
 	n.sessions.Add(1)
 	go n.runSession(s, prev)
 	n.log.Info("raft leadership gained", "term", term)

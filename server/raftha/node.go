@@ -38,6 +38,7 @@ type Node struct {
 	mu        sync.Mutex
 	callbacks []func(ctx context.Context, term uint64)
 	session   *session // the current leader session, nil when not leading
+	last      *session // the latest session started (the next one waits for it)
 	closing   bool
 	sessions  sync.WaitGroup // running session goroutines
 }

@@ -57,6 +57,15 @@ func openDB(ctx context.Context, dsn string) (*bun.DB, string, error) {
 		// back as UTC time.Time.
 		cfg.ParseTime = true
 		cfg.Loc = time.UTC
+		// bun escapes backslashes in string literals, which a server
+		// running with NO_BACKSLASH_ESCAPES would store doubled: drop that
+		// mode for the session unless the DSN sets sql_mode itself.
+		if _, ok := cfg.Params["sql_mode"]; !ok {
+			if cfg.Params == nil {
+				cfg.Params = map[string]string{}
+			}
+			cfg.Params["sql_mode"] = "(SELECT REPLACE(@@SESSION.sql_mode, 'NO_BACKSLASH_ESCAPES', ''))"
+		}
 		connector, err := mysql.NewConnector(cfg)
 		if err != nil {
 			return nil, "", fmt.Errorf("store: mysql connector: %w", err)
@@ -124,7 +133,7 @@ func sqliteDSN(dsn string) (string, bool, error) {
 		rest = strings.TrimPrefix(rest, "sqlite:")
 	}
 	path, rawQuery, _ := strings.Cut(rest, "?")
-	if strings.Contains(path, "://") {
+	if strings.Contains(path, "://") && !strings.HasPrefix(path, "file:") {
 		return "", false, fmt.Errorf("store: unsupported dsn scheme in %q (want sqlite://, postgres:// or mysql://)", dsn)
 	}
 	if path == "" {

@@ -1,106 +1,525 @@
-// Package store is Cronix's SQL record (bun): users, API tokens, groups,
-// jobs and runs, on SQLite, PostgreSQL and MySQL/MariaDB. Schema migrations
-// live in the top-level sql/ directory and are applied by Open.
 package store
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/cronix/cronix/cluster"
+	schema "github.com/cronix/cronix/sql"
 )
 
-var errTODO = errors.New("store: not implemented yet")
-
 // Store is the SQL record. It is safe for concurrent use.
-type Store struct{}
+type Store struct {
+	db        *bun.DB
+	dialect   string
+	closeOnce sync.Once
+	closeErr  error
+}
 
 // Open connects to dsn and applies pending migrations. DSN forms:
 //
 //	sqlite:///abs/path/cronix.db   or a bare file path (SQLite)
 //	postgres://user@host:5432/db?sslmode=disable
 //	mysql://user:pass@tcp(host:3306)/db?parseTime=true   (go-sql-driver DSN after "mysql://")
-func Open(ctx context.Context, dsn string) (*Store, error) { return nil, errTODO }
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	db, dialect, err := openDB(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{db: db, dialect: dialect}
+	if err := s.migrate(ctx); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return s, nil
+}
 
 // Close closes the database.
-func (s *Store) Close() error { return nil }
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.db.Close() })
+	return s.closeErr
+}
 
 // Dialect is "sqlite", "postgres" or "mysql".
-func (s *Store) Dialect() string { return "" }
+func (s *Store) Dialect() string { return s.dialect }
+
+// maxTxAttempts bounds how often a transaction that lost a deadlock or
+// serialization race is run again.
+const maxTxAttempts = 5
+
+// inTx runs fn in a transaction, again if it failed only because it lost a
+// race with a concurrent transaction. fn must be safe to repeat.
+func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := s.db.RunInTx(ctx, nil, fn)
+		if err == nil || attempt >= maxTxAttempts || !isRetryable(err) {
+			return err
+		}
+		t := time.NewTimer(time.Duration(attempt*attempt) * 5 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// now is the store's clock for created_at/updated_at.
+func now() time.Time { return utc(time.Now()) }
 
 // --- users and tokens
 
 // CreateUser inserts u (ID, CreatedAt, UpdatedAt are set). ErrConflict if the name exists.
-func (s *Store) CreateUser(ctx context.Context, u *User) error { return errTODO }
+// An empty Role is stored (and written back) as RoleUser.
+func (s *Store) CreateUser(ctx context.Context, u *User) error {
+	t := now()
+	row := userRow{
+		Username:     u.Username,
+		PasswordHash: u.PasswordHash,
+		Role:         u.Role,
+		CreatedAt:    t,
+		UpdatedAt:    t,
+	}
+	if row.Role == "" {
+		row.Role = RoleUser
+	}
+	if _, err := s.db.NewInsert().Model(&row).Exec(ctx); err != nil {
+		return wrap(err, "create user %q", u.Username)
+	}
+	u.ID, u.Role, u.CreatedAt, u.UpdatedAt = row.ID, row.Role, t, t
+	return nil
+}
 
 // UserByName returns the user or ErrNotFound.
-func (s *Store) UserByName(ctx context.Context, username string) (*User, error) { return nil, errTODO }
+func (s *Store) UserByName(ctx context.Context, username string) (*User, error) {
+	var row userRow
+	if err := s.db.NewSelect().Model(&row).Where("u.username = ?", username).Limit(1).Scan(ctx); err != nil {
+		return nil, wrap(err, "user %q", username)
+	}
+	return row.domain(), nil
+}
 
 // CountUsers returns the number of users.
-func (s *Store) CountUsers(ctx context.Context) (int, error) { return 0, errTODO }
+func (s *Store) CountUsers(ctx context.Context) (int, error) {
+	n, err := s.db.NewSelect().Model((*userRow)(nil)).Count(ctx)
+	if err != nil {
+		return 0, wrap(err, "count users")
+	}
+	return int(n), nil
+}
 
 // CreateToken stores an API session token by its SHA-256 hash (hex).
 func (s *Store) CreateToken(ctx context.Context, userID int64, tokenHash string, expiresAt time.Time) error {
-	return errTODO
+	row := tokenRow{TokenHash: tokenHash, UserID: userID, ExpiresAt: utc(expiresAt), CreatedAt: now()}
+	if _, err := s.db.NewInsert().Model(&row).Exec(ctx); err != nil {
+		return wrap(err, "create token for user %d", userID)
+	}
+	return nil
 }
 
 // UserByToken returns the user owning an unexpired token hash, or ErrNotFound.
 func (s *Store) UserByToken(ctx context.Context, tokenHash string, now time.Time) (*User, error) {
-	return nil, errTODO
+	var row userRow
+	err := s.db.NewSelect().Model(&row).
+		Join("JOIN api_tokens AS t ON t.user_id = u.id").
+		Where("t.token_hash = ?", tokenHash).
+		Where("t.expires_at > ?", utc(now)).
+		Limit(1).
+		Scan(ctx)
+	if err != nil {
+		return nil, wrap(err, "user by token")
+	}
+	return row.domain(), nil
 }
 
 // --- groups
 
 // EnsureGroup creates the group if no group has this appname; it returns the stored group.
 func (s *Store) EnsureGroup(ctx context.Context, appName, title string) (*Group, error) {
-	return nil, errTODO
+	t := now()
+	row := groupRow{AppName: appName, Title: title, CreatedAt: t, UpdatedAt: t}
+	q := s.db.NewInsert().Model(&row).Column("appname", "title", "created_at", "updated_at")
+	if s.dialect == schema.MySQL {
+		q = q.On("DUPLICATE KEY UPDATE").Set("id = id")
+	} else {
+		q = q.On("CONFLICT (appname) DO NOTHING")
+	}
+	if _, err := q.Exec(ctx); err != nil {
+		return nil, wrap(err, "ensure group %q", appName)
+	}
+	var got groupRow
+	if err := s.db.NewSelect().Model(&got).Where("g.appname = ?", appName).Limit(1).Scan(ctx); err != nil {
+		return nil, wrap(err, "read group %q", appName)
+	}
+	g := got.domain()
+	return &g, nil
 }
 
 // ListGroups returns every group ordered by appname.
-func (s *Store) ListGroups(ctx context.Context) ([]Group, error) { return nil, errTODO }
+func (s *Store) ListGroups(ctx context.Context) ([]Group, error) {
+	var rows []groupRow
+	if err := s.db.NewSelect().Model(&rows).Order("g.appname ASC").Scan(ctx); err != nil {
+		return nil, wrap(err, "list groups")
+	}
+	out := make([]Group, len(rows))
+	for i := range rows {
+		out[i] = rows[i].domain()
+	}
+	return out, nil
+}
 
 // --- jobs
 
 // CreateJob inserts j (sets ID, Revision=1, CreatedAt, UpdatedAt).
-func (s *Store) CreateJob(ctx context.Context, j *Job) error { return errTODO }
+func (s *Store) CreateJob(ctx context.Context, j *Job) error {
+	t := now()
+	row := jobRowOf(j)
+	row.Revision, row.CreatedAt, row.UpdatedAt = 1, t, t
+	cols := append(append([]string{}, jobWriteColumns...), "revision", "created_at", "updated_at")
+	q := s.db.NewInsert().Model(&row).Column(cols...)
+	if s.dialect != schema.MySQL {
+		q = q.Returning("id")
+	}
+	if _, err := q.Exec(ctx); err != nil {
+		return wrap(err, "create job %q", j.Name)
+	}
+	j.ID, j.Revision, j.CreatedAt, j.UpdatedAt = row.ID, 1, t, t
+	j.Params = []byte(row.Params)
+	return nil
+}
 
 // GetJob returns the job or ErrNotFound.
-func (s *Store) GetJob(ctx context.Context, id int64) (*Job, error) { return nil, errTODO }
+func (s *Store) GetJob(ctx context.Context, id int64) (*Job, error) {
+	var row jobRow
+	if err := s.db.NewSelect().Model(&row).Where("j.id = ?", id).Scan(ctx); err != nil {
+		return nil, wrap(err, "job %d", id)
+	}
+	j := row.domain()
+	return &j, nil
+}
 
 // UpdateJob overwrites the job's fields, bumps Revision and UpdatedAt (written back into j). ErrNotFound if absent.
-func (s *Store) UpdateJob(ctx context.Context, j *Job) error { return errTODO }
+func (s *Store) UpdateJob(ctx context.Context, j *Job) error {
+	t := now()
+	row := jobRowOf(j)
+	row.UpdatedAt = t
+	var stored jobRow
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		q := tx.NewUpdate().Model(&row).Column(jobWriteColumns...).Column("updated_at").
+			Set("revision = revision + 1").
+			Where("id = ?", j.ID)
+		res, err := q.Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return ErrNotFound
+		}
+		return tx.NewSelect().Model(&stored).Column("revision", "created_at").Where("j.id = ?", j.ID).Scan(ctx)
+	})
+	if err != nil {
+		return wrap(err, "update job %d", j.ID)
+	}
+	j.Revision, j.CreatedAt, j.UpdatedAt = stored.Revision, stored.CreatedAt.UTC(), t
+	j.Params = []byte(row.Params)
+	return nil
+}
 
 // DeleteJob deletes the job and its runs. ErrNotFound if absent.
-func (s *Store) DeleteJob(ctx context.Context, id int64) error { return errTODO }
+func (s *Store) DeleteJob(ctx context.Context, id int64) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewDelete().TableExpr("jobs").Where("id = ?", id).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return ErrNotFound
+		}
+		_, err = tx.NewDelete().TableExpr("runs").Where("job_id = ?", id).Exec(ctx)
+		return err
+	})
+	return wrap(err, "delete job %d", id)
+}
 
 // ListJobs returns a page of jobs ordered by id, and the total count.
-func (s *Store) ListJobs(ctx context.Context, p Page) ([]Job, int, error) { return nil, 0, errTODO }
+func (s *Store) ListJobs(ctx context.Context, p Page) ([]Job, int, error) {
+	total, err := s.db.NewSelect().Model((*jobRow)(nil)).Count(ctx)
+	if err != nil {
+		return nil, 0, wrap(err, "count jobs")
+	}
+	var rows []jobRow
+	q := s.db.NewSelect().Model(&rows).Order("j.id ASC")
+	q = paginate(q, p)
+	if err := q.Scan(ctx); err != nil {
+		return nil, 0, wrap(err, "list jobs")
+	}
+	out := make([]Job, len(rows))
+	for i := range rows {
+		out[i] = rows[i].domain()
+	}
+	return out, int(total), nil
+}
 
 // EnabledJobs returns every enabled job.
-func (s *Store) EnabledJobs(ctx context.Context) ([]Job, error) { return nil, errTODO }
+func (s *Store) EnabledJobs(ctx context.Context) ([]Job, error) {
+	var rows []jobRow
+	if err := s.db.NewSelect().Model(&rows).Where("j.enabled = ?", true).Order("j.id ASC").Scan(ctx); err != nil {
+		return nil, wrap(err, "list enabled jobs")
+	}
+	out := make([]Job, len(rows))
+	for i := range rows {
+		out[i] = rows[i].domain()
+	}
+	return out, nil
+}
+
+// paginate applies p to q; PageSize <= 0 means every row.
+func paginate(q *bun.SelectQuery, p Page) *bun.SelectQuery {
+	if p.PageSize <= 0 {
+		return q
+	}
+	return q.Limit(int64(p.PageSize)).Offset(int64(p.Offset()))
+}
 
 // --- runs
 
-// InsertRuns records fires in one batch (status as given, usually triggered).
+// InsertRuns records fires in one batch (status as given, usually triggered;
+// empty means triggered).
 // A run whose FireID already exists is left untouched. It returns the fire
 // ids that were newly inserted.
 func (s *Store) InsertRuns(ctx context.Context, runs []Run) (inserted []string, err error) {
-	return nil, errTODO
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	t := now()
+	seen := make(map[string]bool, len(runs))
+	rows := make([]runRow, 0, len(runs))
+	for i := range runs {
+		r := &runs[i]
+		if r.FireID == "" {
+			return nil, fmt.Errorf("store: insert runs: run %d has no fire id", i)
+		}
+		if seen[r.FireID] {
+			continue // the first of duplicates wins, like separate inserts would
+		}
+		seen[r.FireID] = true
+		rows = append(rows, runRowOf(r, t))
+	}
+	// One lock order for every writer: overlapping batches then wait for
+	// each other instead of deadlocking.
+	sort.Slice(rows, func(i, j int) bool { return rows[i].FireID < rows[j].FireID })
+	chunks := chunkRuns(rows)
+
+	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		inserted = inserted[:0]
+		for _, chunk := range chunks {
+			got, err := s.insertRunChunk(ctx, tx, chunk)
+			if err != nil {
+				return err
+			}
+			inserted = append(inserted, got...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err, "insert %d runs", len(rows))
+	}
+	return inserted, nil
+}
+
+// insertRunChunk inserts one chunk with a single statement and returns the
+// fire ids it created.
+func (s *Store) insertRunChunk(ctx context.Context, tx bun.Tx, chunk []runRow) ([]string, error) {
+	var got []string
+	if s.dialect != schema.MySQL {
+		// RETURNING lists only the rows the statement inserted.
+		err := tx.NewInsert().Model(&chunk).Column(runInsertColumns...).
+			On("CONFLICT (fire_id) DO NOTHING").
+			Returning("fire_id").
+			Scan(ctx, &got)
+		return got, err
+	}
+	// MySQL has no RETURNING: mark the rows this statement creates with a
+	// random token (a duplicate keeps its own) and read the marked ones back.
+	token := insertToken()
+	_, err := tx.NewInsert().Model(&chunk).Column(runInsertColumns...).
+		Value("insert_token", "?", token).
+		On("DUPLICATE KEY UPDATE").Set("id = id").
+		Returning("NULL"). // MariaDB would otherwise return the NULL columns
+		Exec(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(chunk))
+	for i := range chunk {
+		ids[i] = chunk[i].FireID
+	}
+	err = tx.NewSelect().TableExpr("runs").Column("fire_id").
+		Where("fire_id IN (?)", bun.List(ids)).
+		Where("insert_token = ?", token).
+		Scan(ctx, &got)
+	return got, err
+}
+
+// insertToken is a random non-zero 63-bit marker (0 is the column default).
+func insertToken() int64 {
+	var b [8]byte
+	for {
+		_, _ = rand.Read(b[:])
+		if v := int64(binary.LittleEndian.Uint64(b[:]) >> 1); v != 0 {
+			return v
+		}
+	}
 }
 
 // ApplyResults stores node reports in batches, idempotently by fire id: a run
 // already in a terminal status is never changed; a result for an unknown
 // fire id inserts the run; "running" never overwrites a terminal status.
-func (s *Store) ApplyResults(ctx context.Context, results []cluster.RunResult) error { return errTODO }
+func (s *Store) ApplyResults(ctx context.Context, results []cluster.RunResult) error {
+	if len(results) == 0 {
+		return nil
+	}
+	t := now()
+	// A statement may touch a row once (PostgreSQL enforces it): fold
+	// reports for one fire id the way applying them in order would.
+	idx := make(map[string]int, len(results))
+	rows := make([]runRow, 0, len(results))
+	for i := range results {
+		r := &results[i]
+		if r.FireID == "" || r.Status == "" {
+			return fmt.Errorf("store: apply results: result %d has no fire id or status", i)
+		}
+		row := resultRowOf(r, t)
+		if j, ok := idx[r.FireID]; ok {
+			if !cluster.Terminal(rows[j].Status) {
+				rows[j] = row // last wins until a terminal status sticks
+			}
+			continue
+		}
+		idx[r.FireID] = len(rows)
+		rows = append(rows, row)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].FireID < rows[j].FireID })
+	chunks := chunkRuns(rows)
+
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		for _, chunk := range chunks {
+			// Returning("NULL"): bun would return the columns it wrote as
+			// NULL/DEFAULT, which nothing reads.
+			q := tx.NewInsert().Model(&chunk).Column(runInsertColumns...).Returning("NULL")
+			if s.dialect == schema.MySQL {
+				q = q.On("DUPLICATE KEY UPDATE").Set(mysqlResultSet)
+			} else {
+				q = q.On("CONFLICT (fire_id) DO UPDATE").Set(upsertResultSet).
+					Where("r.status NOT IN (" + terminalList + ")")
+			}
+			if _, err := q.Exec(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return wrap(err, "apply %d results", len(rows))
+}
+
+// terminalList is the SQL list of terminal statuses.
+var terminalList = func() string {
+	var b strings.Builder
+	for i, st := range []string{
+		cluster.StatusSuccess, cluster.StatusFailed, cluster.StatusTimeout,
+		cluster.StatusKilled, cluster.StatusLost, cluster.StatusSkipped,
+	} {
+		if !cluster.Terminal(st) {
+			panic("store: " + st + " is not terminal")
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("'" + st + "'")
+	}
+	return b.String()
+}()
+
+// upsertResultSet updates a non-terminal run from a report (PostgreSQL,
+// SQLite; the WHERE clause keeps terminal runs as they are). A report never
+// moves a run back to "triggered", and blank fields keep what is stored.
+var upsertResultSet = `status = CASE WHEN EXCLUDED.status = '` + cluster.StatusTriggered + `' THEN r.status ELSE EXCLUDED.status END,
+node = CASE WHEN EXCLUDED.node <> '' THEN EXCLUDED.node ELSE r.node END,
+started_at = COALESCE(EXCLUDED.started_at, r.started_at),
+finished_at = COALESCE(EXCLUDED.finished_at, r.finished_at),
+exit_code = COALESCE(EXCLUDED.exit_code, r.exit_code),
+output = EXCLUDED.output,
+output_truncated = EXCLUDED.output_truncated,
+message = EXCLUDED.message,
+updated_at = EXCLUDED.updated_at`
+
+// mysqlResultSet is upsertResultSet for MySQL's ON DUPLICATE KEY UPDATE,
+// which has no WHERE: every assignment keeps the old value of a terminal
+// run. MySQL applies assignments left to right and later ones see the new
+// values, so status is assigned last.
+var mysqlResultSet = func() string {
+	keep := "status IN (" + terminalList + ")"
+	return `node = IF(` + keep + `, node, IF(VALUES(node) <> '', VALUES(node), node)),
+started_at = IF(` + keep + `, started_at, COALESCE(VALUES(started_at), started_at)),
+finished_at = IF(` + keep + `, finished_at, COALESCE(VALUES(finished_at), finished_at)),
+exit_code = IF(` + keep + `, exit_code, COALESCE(VALUES(exit_code), exit_code)),
+output = IF(` + keep + `, output, VALUES(output)),
+output_truncated = IF(` + keep + `, output_truncated, VALUES(output_truncated)),
+message = IF(` + keep + `, message, VALUES(message)),
+updated_at = IF(` + keep + `, updated_at, VALUES(updated_at)),
+status = IF(` + keep + ` OR VALUES(status) = '` + cluster.StatusTriggered + `', status, VALUES(status))`
+}()
 
 // GetRun returns a run or ErrNotFound.
-func (s *Store) GetRun(ctx context.Context, id int64) (*Run, error) { return nil, errTODO }
+func (s *Store) GetRun(ctx context.Context, id int64) (*Run, error) {
+	var row runRow
+	if err := s.db.NewSelect().Model(&row).Where("r.id = ?", id).Scan(ctx); err != nil {
+		return nil, wrap(err, "run %d", id)
+	}
+	r := row.domain()
+	return &r, nil
+}
 
 // RunByFireID returns a run or ErrNotFound.
-func (s *Store) RunByFireID(ctx context.Context, fireID string) (*Run, error) { return nil, errTODO }
+func (s *Store) RunByFireID(ctx context.Context, fireID string) (*Run, error) {
+	var row runRow
+	if err := s.db.NewSelect().Model(&row).Where("r.fire_id = ?", fireID).Scan(ctx); err != nil {
+		return nil, wrap(err, "run %q", fireID)
+	}
+	r := row.domain()
+	return &r, nil
+}
 
 // ListRuns returns a page of a job's runs, newest scheduled first, and the total.
 func (s *Store) ListRuns(ctx context.Context, jobID int64, p Page) ([]Run, int, error) {
-	return nil, 0, errTODO
+	total, err := s.db.NewSelect().Model((*runRow)(nil)).Where("r.job_id = ?", jobID).Count(ctx)
+	if err != nil {
+		return nil, 0, wrap(err, "count runs of job %d", jobID)
+	}
+	var rows []runRow
+	q := s.db.NewSelect().Model(&rows).Where("r.job_id = ?", jobID).
+		Order("r.scheduled_at DESC", "r.id DESC")
+	q = paginate(q, p)
+	if err := q.Scan(ctx); err != nil {
+		return nil, 0, wrap(err, "list runs of job %d", jobID)
+	}
+	out := make([]Run, len(rows))
+	for i := range rows {
+		out[i] = rows[i].domain()
+	}
+	return out, int(total), nil
 }

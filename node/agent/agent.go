@@ -1,0 +1,312 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/node/spool"
+	"github.com/cronix/cronix/pluginapi"
+)
+
+// Runner runs handlers; the plugin host implements it.
+type Runner interface {
+	// Handlers lists the handlers this node offers (advertised in NodeInfo).
+	Handlers() []cluster.PluginInfo
+	// Run runs one request through the named handler. ctx carries the job
+	// timeout and is cancelled when the run must stop; output goes to out.
+	// An error means the handler could not run or report (unknown handler,
+	// plugin crashed), not that the job failed.
+	Run(ctx context.Context, handler string, req pluginapi.Request, out io.Writer) (pluginapi.Result, error)
+}
+
+// recentDoneSize bounds the set of fires whose run keys this process
+// already deleted; a re-dispatch of one of them is recognised and dropped.
+const recentDoneSize = 16384
+
+// Agent is a node's link to the cluster: it registers the node, takes the
+// fires dispatched to it, runs them through the Runner and reports results.
+type Agent struct {
+	cfg      Config
+	etcd     *clientv3.Client
+	runner   Runner
+	log      *slog.Logger
+	reg      *registration
+	servers  *serverSet
+	reporter *reporter
+	sem      chan struct{}
+
+	// life serialises Start and Stop; state is guarded by it.
+	life  sync.Mutex
+	state int
+
+	mu      sync.Mutex
+	active  map[string]struct{} // fires running now
+	unacked map[string]struct{} // fires finished whose run keys still exist
+	recent  *recentSet          // fires whose run keys this process deleted
+
+	runCtx    context.Context // parent of every run; cancelled when Stop gives up waiting
+	runCancel context.CancelFunc
+	runs      sync.WaitGroup
+
+	intakeCancel context.CancelFunc
+	intakeDone   chan struct{}
+}
+
+const (
+	stateNew = iota
+	stateStarted
+	stateStopped
+)
+
+// New checks cfg and builds an Agent; nothing runs until Start.
+func New(cfg Config, etcd *clientv3.Client, runner Runner) (*Agent, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if etcd == nil {
+		return nil, errors.New("agent: etcd client is nil")
+	}
+	if runner == nil {
+		return nil, errors.New("agent: runner is nil")
+	}
+	log := cfg.Logger.With("node", cfg.UUID)
+	a := &Agent{
+		cfg:     cfg,
+		etcd:    etcd,
+		runner:  runner,
+		log:     log,
+		sem:     make(chan struct{}, cfg.MaxConcurrent),
+		active:  map[string]struct{}{},
+		unacked: map[string]struct{}{},
+		recent:  newRecentSet(recentDoneSize),
+	}
+	a.servers = newServerSet(etcd, cfg.ServerURLs, log)
+	a.reporter = &reporter{
+		etcd:      etcd,
+		keys:      cfg.Keys,
+		node:      cfg.UUID,
+		servers:   a.servers.URLs,
+		client:    cfg.HTTPClient,
+		token:     cfg.NodeToken,
+		interval:  cfg.ReportInterval,
+		batch:     cfg.ReportBatch,
+		maxBytes:  cfg.ReportMaxBytes,
+		maxTxnOps: cfg.MaxTxnOps,
+		log:       log,
+		onDeleted: a.runKeysDeleted,
+		notify:    make(chan struct{}, 1),
+		kick:      make(chan struct{}, 1),
+	}
+	return a, nil
+}
+
+// Start loads the spool, registers the node, finds the servers and starts
+// taking fires. It fails if etcd cannot be reached. An Agent starts once.
+func (a *Agent) Start(ctx context.Context) (err error) {
+	a.life.Lock()
+	defer a.life.Unlock()
+	if a.state != stateNew {
+		return errors.New("agent: already started")
+	}
+	a.state = stateStarted
+	// A failed Start leaves nothing running.
+	defer func() {
+		if err != nil {
+			a.state = stateStopped
+			a.shutdown()
+		}
+	}()
+
+	if a.cfg.SpoolDir != "" {
+		sp, pending, err := spool.Open(a.cfg.SpoolDir, a.log)
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		a.reporter.spool = sp
+		a.reporter.queue = pending
+		for _, res := range pending {
+			if cluster.Terminal(res.Status) {
+				a.unacked[res.FireID] = struct{}{} // ran before the restart
+			}
+		}
+		if len(pending) > 0 {
+			a.log.Info("agent: resuming delivery of spooled results", "results", len(pending))
+		}
+	}
+
+	a.runCtx, a.runCancel = context.WithCancel(context.WithoutCancel(ctx))
+	a.reporter.start(ctx)
+	if err := a.servers.start(ctx); err != nil {
+		return err
+	}
+	a.reg = newRegistration(a.etcd, a.cfg.Keys.Node(a.cfg.UUID), a.cfg.LeaseTTL, cluster.NodeInfo{
+		UUID:    a.cfg.UUID,
+		Group:   a.cfg.Group,
+		IP:      a.cfg.IP,
+		Port:    a.cfg.Port,
+		Version: a.cfg.Version,
+		Plugins: a.runner.Handlers(),
+		Started: time.Now().UTC(),
+		Status:  NodeOnline,
+	}, a.log)
+	if err := a.reg.start(ctx); err != nil {
+		return err
+	}
+	ictx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	a.intakeCancel = cancel
+	a.intakeDone = make(chan struct{})
+	go a.intake(ictx)
+	a.log.Info("agent: started", "group", a.cfg.Group, "run_prefix", a.cfg.Keys.RunPrefix(a.cfg.UUID))
+	return nil
+}
+
+// Stop shuts the agent down gracefully: it advertises "draining", stops
+// taking fires, waits up to ShutdownGrace for running fires (then cancels
+// them), delivers queued results (up to FlushTimeout), deletes the
+// registration and revokes its lease. It is idempotent and waits.
+func (a *Agent) Stop() {
+	a.life.Lock()
+	defer a.life.Unlock()
+	if a.state != stateStarted {
+		a.state = stateStopped
+		return
+	}
+	a.state = stateStopped
+	a.shutdown()
+	a.log.Info("agent: stopped")
+}
+
+// shutdown stops whatever Start started, in the order Stop documents.
+func (a *Agent) shutdown() {
+	if a.reg != nil && a.reg.cancel != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := a.reg.setStatus(ctx, NodeDraining); err != nil {
+			a.log.Warn("agent: advertising draining", "error", err)
+		}
+		cancel()
+	}
+	if a.intakeCancel != nil {
+		a.intakeCancel()
+		<-a.intakeDone
+	}
+	a.waitRuns()
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.FlushTimeout)
+	a.reporter.stop(ctx)
+	cancel()
+	a.servers.stop()
+	if a.reg != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		a.reg.stop(ctx)
+		cancel()
+	}
+	if a.runCancel != nil {
+		a.runCancel()
+	}
+}
+
+// waitRuns waits ShutdownGrace for running fires, then cancels them and
+// waits a little more for their handlers to return.
+func (a *Agent) waitRuns() {
+	if a.runCancel == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		a.runs.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(a.cfg.ShutdownGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C:
+	}
+	a.log.Warn("agent: cancelling fires still running at shutdown", "fires", a.activeCount())
+	a.runCancel()
+	t.Reset(5 * time.Second)
+	select {
+	case <-done:
+	case <-t.C:
+		a.log.Error("agent: handlers ignored cancellation; abandoning them", "fires", a.activeCount())
+	}
+}
+
+func (a *Agent) activeCount() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.active)
+}
+
+// claim marks a fire as running; false means this process already ran or
+// is running it.
+func (a *Agent) claim(fireID string) (ok, replay bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, running := a.active[fireID]; running {
+		return false, false
+	}
+	if _, finished := a.unacked[fireID]; finished {
+		return false, false
+	}
+	if a.recent.has(fireID) {
+		return false, true
+	}
+	a.active[fireID] = struct{}{}
+	return true, false
+}
+
+// finished moves a fire from running to finished-awaiting-ack.
+func (a *Agent) finished(fireID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.active, fireID)
+	a.unacked[fireID] = struct{}{}
+}
+
+// runKeysDeleted is called by the reporter once fires' run keys are gone.
+func (a *Agent) runKeysDeleted(fireIDs []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, id := range fireIDs {
+		delete(a.unacked, id)
+		a.recent.add(id)
+	}
+}
+
+// recentSet is a bounded set that forgets its oldest members.
+type recentSet struct {
+	members map[string]struct{}
+	ring    []string
+	next    int
+}
+
+func newRecentSet(size int) *recentSet {
+	return &recentSet{members: make(map[string]struct{}, size), ring: make([]string, size)}
+}
+
+func (s *recentSet) has(id string) bool {
+	_, ok := s.members[id]
+	return ok
+}
+
+func (s *recentSet) add(id string) {
+	if s.has(id) {
+		return
+	}
+	if old := s.ring[s.next]; old != "" {
+		delete(s.members, old)
+	}
+	s.ring[s.next] = id
+	s.members[id] = struct{}{}
+	s.next = (s.next + 1) % len(s.ring)
+}

@@ -1,0 +1,379 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/node/spool"
+)
+
+// ResultsPath is the server endpoint results are posted to.
+const ResultsPath = "/api/v1/internal/results"
+
+// stockMaxTxnOps is etcd's default --max-txn-ops.
+const stockMaxTxnOps = 128
+
+// errNoServer means no server URL is known yet.
+var errNoServer = errors.New("no server known")
+
+// reporter delivers run results to the servers in batches, in the order they
+// were queued, and never drops one: a batch that fails is retried (with
+// backoff, trying every known server) until a server answers 200. After a
+// 200 it deletes the run keys of the batch's finished fires in one etcd txn.
+// With a spool, queued results are also written to disk so a restart keeps
+// them.
+type reporter struct {
+	etcd      *clientv3.Client
+	keys      cluster.Keys
+	node      string
+	servers   func() []string
+	client    *http.Client
+	token     string
+	interval  time.Duration
+	batch     int
+	maxBytes  int
+	maxTxnOps int
+	log       *slog.Logger
+	// onDeleted is told which fires' run keys are gone from etcd.
+	onDeleted func(fireIDs []string)
+
+	mu      sync.Mutex
+	queue   []cluster.RunResult // undelivered, oldest first
+	deletes []string            // fires whose run keys await deletion
+	// spoolAcks counts delivered results the spool still holds, because
+	// the run keys of their fires are not deleted yet.
+	spoolAcks int
+	spool     *spool.Spool
+	closed    bool
+
+	notify chan struct{} // something was queued
+	kick   chan struct{} // a full batch is queued
+
+	// preferred is the index of the server that answered last; only the
+	// goroutine that flushes touches it.
+	preferred int
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// enqueue queues a result for delivery.
+func (r *reporter) enqueue(res cluster.RunResult) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		r.log.Error("agent: result finished after shutdown is lost", "fire_id", res.FireID, "status", res.Status)
+		return
+	}
+	r.queue = append(r.queue, res)
+	if r.spool != nil {
+		if err := r.spool.Append(res); err != nil {
+			r.dropSpoolLocked(err)
+		}
+	}
+	if len(r.queue) >= r.batch {
+		signal(r.kick)
+	}
+	signal(r.notify)
+}
+
+// forget asks for the run key of a fire to be deleted without a result
+// (a re-dispatch of a fire that already ran).
+func (r *reporter) forget(fireID string) {
+	r.mu.Lock()
+	r.deletes = append(r.deletes, fireID)
+	r.mu.Unlock()
+	signal(r.notify)
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// dropSpoolLocked stops using a spool that failed; results stay in memory.
+func (r *reporter) dropSpoolLocked(err error) {
+	r.log.Error("agent: result spool failed; keeping results in memory only", "error", err)
+	_ = r.spool.Close()
+	r.spool = nil
+}
+
+func (r *reporter) start(ctx context.Context) {
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.cancel = cancel
+	r.done = make(chan struct{})
+	go r.loop(lctx)
+}
+
+// loop waits until results were queued for interval (or a batch is full),
+// then delivers everything queued; after a failure it waits with backoff.
+func (r *reporter) loop(ctx context.Context) {
+	defer close(r.done)
+	var (
+		timer   = time.NewTimer(time.Hour)
+		armed   bool
+		bo      backoff
+		failing bool
+	)
+	timer.Stop()
+	defer timer.Stop()
+	arm := func(d time.Duration) {
+		timer.Reset(d)
+		armed = true
+	}
+	if r.pending() {
+		arm(r.interval) // results loaded from the spool
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.notify:
+			if !armed {
+				arm(r.interval)
+			}
+			continue
+		case <-r.kick:
+			if failing {
+				continue // wait out the backoff
+			}
+			timer.Stop()
+		case <-timer.C:
+		}
+		armed = false
+		if r.flush(ctx) {
+			failing = false
+			bo.reset()
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		failing = true
+		arm(bo.next())
+	}
+}
+
+// pending reports whether results or deletions are waiting.
+func (r *reporter) pending() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.queue) > 0 || len(r.deletes) > 0
+}
+
+// flush delivers what was queued when it was called, and then any further
+// full batches; results queued later wait for the next interval. It reports
+// false when a delivery or a deletion failed (what failed stays queued).
+func (r *reporter) flush(ctx context.Context) bool {
+	r.mu.Lock()
+	due := len(r.queue)
+	r.mu.Unlock()
+	for {
+		batch, full := r.peek()
+		if len(batch) > 0 && (due > 0 || full) {
+			if err := r.syncSpool(); err != nil {
+				r.log.Warn("agent: syncing result spool", "error", err)
+			}
+			if err := r.post(ctx, batch); err != nil {
+				r.log.Warn("agent: delivering results failed; will retry", "results", len(batch), "error", err)
+				return false
+			}
+			r.ack(len(batch))
+			due -= len(batch)
+		} else {
+			batch = nil
+		}
+		if err := r.deleteRunKeys(ctx); err != nil {
+			r.log.Warn("agent: deleting delivered run keys failed; will retry", "error", err)
+			return false
+		}
+		if batch == nil {
+			return true
+		}
+	}
+}
+
+// peek returns the oldest queued results that fit in one batch, and
+// whether the batch is full (by count or by size).
+func (r *reporter) peek() ([]cluster.RunResult, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, size := 0, 0
+	for n < len(r.queue) && n < r.batch {
+		size += approxSize(&r.queue[n])
+		if n > 0 && size > r.maxBytes {
+			break
+		}
+		n++
+	}
+	return r.queue[:n:n], n == r.batch || n < len(r.queue)
+}
+
+func approxSize(res *cluster.RunResult) int {
+	return 400 + len(res.Output) + len(res.Message) + len(res.FireID) + len(res.Node)
+}
+
+func (r *reporter) syncSpool() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.spool == nil {
+		return nil
+	}
+	if err := r.spool.Sync(); err != nil {
+		r.dropSpoolLocked(err)
+		return err
+	}
+	return nil
+}
+
+// ack removes the n oldest results, which a server accepted, and queues the
+// run keys of the finished ones for deletion. The spool forgets them only
+// once those keys are deleted: a crash in between makes the next process
+// deliver them again (harmless) rather than run their fires again.
+func (r *reporter) ack(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, res := range r.queue[:n] {
+		if cluster.Terminal(res.Status) {
+			r.deletes = append(r.deletes, res.FireID)
+		}
+	}
+	clear(r.queue[:n])
+	r.queue = r.queue[n:]
+	if len(r.queue) == 0 {
+		r.queue = nil
+	}
+	r.spoolAcks += n
+}
+
+// post sends one batch, trying each known server once, starting with the
+// one that answered last.
+func (r *reporter) post(ctx context.Context, batch []cluster.RunResult) error {
+	urls := r.servers()
+	if len(urls) == 0 {
+		return errNoServer
+	}
+	body, err := json.Marshal(cluster.ResultBatch{Results: batch})
+	if err != nil {
+		return fmt.Errorf("encode result batch: %w", err)
+	}
+	var errs []error
+	for i := range urls {
+		idx := (r.preferred + i) % len(urls)
+		if err := r.postTo(ctx, urls[idx], body); err != nil {
+			errs = append(errs, err)
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		r.preferred = idx
+		return nil
+	}
+	return errors.Join(errs...)
+}
+
+func (r *reporter) postTo(ctx context.Context, base string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+ResultsPath, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("post results to %s: %w", base, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+r.token)
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("post results to %s: %w", base, err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("post results to %s: %s: %s", base, resp.Status, bytes.TrimSpace(msg))
+	}
+	return nil
+}
+
+// deleteRunKeys deletes the queued run keys, one txn per up to maxTxnOps,
+// then lets the spool forget the results delivered before.
+func (r *reporter) deleteRunKeys(ctx context.Context) error {
+	r.mu.Lock()
+	ids := r.deletes[:len(r.deletes):len(r.deletes)]
+	acks := r.spoolAcks
+	r.mu.Unlock()
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), r.maxTxnOps)]
+		ops := make([]clientv3.Op, len(chunk))
+		for i, id := range chunk {
+			ops[i] = clientv3.OpDelete(r.keys.Run(r.node, id))
+		}
+		if _, err := r.etcd.Txn(ctx).Then(ops...).Commit(); err != nil {
+			if errors.Is(err, rpctypes.ErrTooManyOps) && r.maxTxnOps > stockMaxTxnOps {
+				r.log.Warn("agent: etcd refused a large txn; deleting run keys in txns of 128",
+					"ops", len(chunk))
+				r.maxTxnOps = stockMaxTxnOps
+				continue
+			}
+			return fmt.Errorf("delete %d run keys: %w", len(chunk), err)
+		}
+		r.mu.Lock()
+		r.deletes = r.deletes[len(chunk):]
+		if len(r.deletes) == 0 {
+			r.deletes = nil
+		}
+		r.mu.Unlock()
+		ids = ids[len(chunk):]
+		r.onDeleted(chunk)
+	}
+	if acks > 0 {
+		r.mu.Lock()
+		r.spoolAcks -= acks
+		if r.spool != nil {
+			if err := r.spool.Ack(acks); err != nil {
+				r.dropSpoolLocked(err)
+			}
+		}
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// stop ends the loop, then tries until ctx is done to deliver what is
+// queued; what is left stays in the spool (if any).
+func (r *reporter) stop(ctx context.Context) {
+	if r.cancel != nil {
+		r.cancel()
+		<-r.done
+	}
+	var bo backoff
+	for !r.flush(ctx) {
+		if !sleepCtx(ctx, bo.next()) {
+			break
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	if len(r.queue) > 0 {
+		r.log.Error("agent: stopping with undelivered results", "results", len(r.queue), "spooled", r.spool != nil)
+	}
+	if r.spool != nil {
+		if err := r.spool.Close(); err != nil {
+			r.log.Error("agent: closing result spool", "error", err)
+		}
+		r.spool = nil
+	}
+}

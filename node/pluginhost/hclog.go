@@ -1,0 +1,108 @@
+package pluginhost
+
+import (
+	"context"
+	"io"
+	"log"
+	"log/slog"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// slogHCLog adapts the host's *slog.Logger to the hclog.Logger go-plugin
+// logs through (its own lines and the plugin's stderr, relogged at the level
+// the plugin wrote). The slog handler decides what is shown.
+type slogHCLog struct {
+	l       *slog.Logger
+	name    string
+	implied []any
+}
+
+var _ hclog.Logger = (*slogHCLog)(nil)
+
+func newHCLog(l *slog.Logger) hclog.Logger { return &slogHCLog{l: l} }
+
+func slogLevel(level hclog.Level) slog.Level {
+	switch level {
+	case hclog.Trace, hclog.Debug:
+		return slog.LevelDebug
+	case hclog.Warn:
+		return slog.LevelWarn
+	case hclog.Error:
+		return slog.LevelError
+	default:
+		return slog.LevelInfo
+	}
+}
+
+func (h *slogHCLog) Log(level hclog.Level, msg string, args ...any) {
+	if level == hclog.Off {
+		return
+	}
+	h.l.Log(context.Background(), slogLevel(level), msg, args...)
+}
+
+func (h *slogHCLog) Trace(msg string, args ...any) { h.Log(hclog.Trace, msg, args...) }
+func (h *slogHCLog) Debug(msg string, args ...any) { h.Log(hclog.Debug, msg, args...) }
+func (h *slogHCLog) Info(msg string, args ...any)  { h.Log(hclog.Info, msg, args...) }
+func (h *slogHCLog) Warn(msg string, args ...any)  { h.Log(hclog.Warn, msg, args...) }
+func (h *slogHCLog) Error(msg string, args ...any) { h.Log(hclog.Error, msg, args...) }
+
+func (h *slogHCLog) enabled(l slog.Level) bool { return h.l.Enabled(context.Background(), l) }
+
+func (h *slogHCLog) IsTrace() bool { return h.enabled(slog.LevelDebug) }
+func (h *slogHCLog) IsDebug() bool { return h.enabled(slog.LevelDebug) }
+func (h *slogHCLog) IsInfo() bool  { return h.enabled(slog.LevelInfo) }
+func (h *slogHCLog) IsWarn() bool  { return h.enabled(slog.LevelWarn) }
+func (h *slogHCLog) IsError() bool { return h.enabled(slog.LevelError) }
+
+func (h *slogHCLog) ImpliedArgs() []any { return h.implied }
+
+func (h *slogHCLog) With(args ...any) hclog.Logger {
+	return &slogHCLog{l: h.l.With(args...), name: h.name, implied: append(append([]any(nil), h.implied...), args...)}
+}
+
+func (h *slogHCLog) Name() string { return h.name }
+
+func (h *slogHCLog) Named(name string) hclog.Logger {
+	if h.name != "" {
+		name = h.name + "." + name
+	}
+	return h.ResetNamed(name)
+}
+
+func (h *slogHCLog) ResetNamed(name string) hclog.Logger {
+	return &slogHCLog{l: h.l.With("subsystem", name), name: name, implied: h.implied}
+}
+
+// SetLevel is a no-op: the slog handler decides.
+func (h *slogHCLog) SetLevel(hclog.Level) {}
+
+func (h *slogHCLog) GetLevel() hclog.Level {
+	switch {
+	case h.IsDebug():
+		return hclog.Debug
+	case h.IsInfo():
+		return hclog.Info
+	case h.IsWarn():
+		return hclog.Warn
+	default:
+		return hclog.Error
+	}
+}
+
+func (h *slogHCLog) StandardLogger(opts *hclog.StandardLoggerOptions) *log.Logger {
+	return log.New(h.StandardWriter(opts), "", 0)
+}
+
+func (h *slogHCLog) StandardWriter(*hclog.StandardLoggerOptions) io.Writer {
+	return slogWriter{h}
+}
+
+type slogWriter struct{ h *slogHCLog }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.h.Info(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

@@ -1,0 +1,170 @@
+package pluginapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/cronix/cronix/pluginapi/internal/wire"
+)
+
+// grpcClient is the host side: a Handler that calls a plugin over gRPC.
+// Every call's ctx is merged with doneCtx, the plugin connection's
+// lifetime, so a call never outlives the plugin.
+type grpcClient struct {
+	client  wire.HandlerClient
+	doneCtx context.Context
+}
+
+var _ Handler = (*grpcClient)(nil)
+
+// callCtx derives the context of one call: cancelled when ctx is or when
+// the plugin goes away. stop releases it.
+func (c *grpcClient) callCtx(ctx context.Context) (callCtx context.Context, stop func()) {
+	callCtx, cancel := context.WithCancelCause(ctx)
+	stopAfter := context.AfterFunc(c.doneCtx, func() { cancel(ErrPluginExited) })
+	return callCtx, func() {
+		stopAfter()
+		cancel(nil)
+	}
+}
+
+// gone reports a plugin that is known to be gone before a call starts.
+func (c *grpcClient) gone() error {
+	if c.doneCtx.Err() != nil {
+		return &PluginExitedError{Cause: errors.New("plugin process is not running")}
+	}
+	return nil
+}
+
+// callError maps an error of a call to what the caller sees: the handler's
+// own error (kind preserved), the caller's ctx error, or a
+// PluginExitedError for a plugin that is gone or unreachable.
+func (c *grpcClient) callError(op string, ctx context.Context, err error) error {
+	if herr := handlerErrorFromStatus(err); herr != nil {
+		return herr
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("plugin %s: %w", op, context.Cause(ctx))
+	}
+	if _, ok := ctx.Deadline(); ok && status.Code(err) == codes.DeadlineExceeded {
+		// The deadline passed on the plugin's clock a moment before ours.
+		return fmt.Errorf("plugin %s: %w", op, context.DeadlineExceeded)
+	}
+	if c.doneCtx.Err() != nil {
+		return &PluginExitedError{Cause: err}
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.Canceled:
+		// The connection broke (the process died and go-plugin has not
+		// noticed yet) or was closed under us.
+		return &PluginExitedError{Cause: err}
+	}
+	return fmt.Errorf("plugin %s: %w", op, err)
+}
+
+func (c *grpcClient) Info(ctx context.Context) (Info, error) {
+	if err := c.gone(); err != nil {
+		return Info{}, err
+	}
+	callCtx, stop := c.callCtx(ctx)
+	defer stop()
+	resp, err := c.client.Info(callCtx, &wire.InfoRequest{})
+	if err != nil {
+		return Info{}, c.callError("info", ctx, err)
+	}
+	return infoFromWire(resp), nil
+}
+
+func (c *grpcClient) Validate(ctx context.Context, params json.RawMessage) error {
+	if err := c.gone(); err != nil {
+		return err
+	}
+	callCtx, stop := c.callCtx(ctx)
+	defer stop()
+	if _, err := c.client.Validate(callCtx, &wire.ValidateRequest{Params: params}); err != nil {
+		return c.callError("validate", ctx, err)
+	}
+	return nil
+}
+
+// Run streams the plugin's output into out as it arrives and returns the
+// plugin's result. When the call fails (ctx done, plugin gone, protocol
+// violation) Run returns a failed Result along with the error. If out
+// returns an error, the remaining output is discarded, the run goes on and
+// Run returns its result together with that write error.
+func (c *grpcClient) Run(ctx context.Context, req Request, out io.Writer) (Result, error) {
+	if err := c.gone(); err != nil {
+		return failedResult(err), err
+	}
+	callCtx, stop := c.callCtx(ctx)
+	defer stop()
+	stream, err := c.client.Run(callCtx, requestToWire(req))
+	if err != nil {
+		err = c.callError("run", ctx, err)
+		return failedResult(err), err
+	}
+	var (
+		result *wire.RunResult
+		werr   error
+	)
+	for {
+		ev, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			err = c.callError("run", ctx, err)
+			return failedResult(err), err
+		}
+		switch e := ev.GetEvent().(type) {
+		case *wire.RunEvent_Output:
+			if result != nil {
+				return c.protocolError("output after the result")
+			}
+			if werr == nil {
+				if _, err := out.Write(e.Output); err != nil {
+					werr = fmt.Errorf("writing run output: %w", err)
+				}
+			}
+		case *wire.RunEvent_Result:
+			if result != nil {
+				return c.protocolError("more than one result")
+			}
+			result = e.Result
+		default:
+			return c.protocolError("unknown stream event")
+		}
+	}
+	if result == nil {
+		return c.protocolError("stream ended without a result")
+	}
+	res, herr := resultFromWire(result)
+	if werr != nil {
+		return res, errors.Join(herr, werr)
+	}
+	return res, herr
+}
+
+func (c *grpcClient) protocolError(what string) (Result, error) {
+	err := Permanent(fmt.Errorf("plugin run: protocol violation: %s", what))
+	return failedResult(err), err
+}
+
+// failedResult is the Result that goes with a failed call: "timeout" for a
+// ctx deadline, "killed" for a cancellation, else the error.
+func failedResult(err error) Result {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		msg = "timeout"
+	case errors.Is(err, context.Canceled):
+		msg = "killed"
+	}
+	return Result{Status: StatusFailed, ExitCode: -1, Message: msg}
+}

@@ -1,0 +1,66 @@
+// Package pluginapi is the SDK for Cronix job handlers. It is the only
+// package a handler author imports: it depends on nothing else in Cronix.
+//
+// A handler implements Handler and serves it from its binary's main:
+//
+//	func main() {
+//		if err := pluginapi.Serve(myhandler.New()); err != nil {
+//			fmt.Fprintln(os.Stderr, err)
+//			os.Exit(1)
+//		}
+//	}
+//
+// A Cronix node starts the binary as a go-plugin process (gRPC over a local
+// socket), checks its SHA-256 when configured, calls Info once to learn the
+// handler's name, version and params schema, then calls Validate when a job
+// is saved and Run for every fire of a job, many Runs concurrently on one
+// process. Package plugintest runs a handler over real gRPC in-process and
+// checks the contract below.
+//
+// # What the SDK guarantees
+//
+//   - Protocol: go-plugin, gRPC only, handshake Handshake (magic cookie
+//     CRONIX_PLUGIN), protocol version ProtocolVersion negotiated through
+//     VersionedPlugins. A change that breaks the wire adds a version; within
+//     a version the wire only grows.
+//   - Deadline and kill: Run's ctx carries the job timeout as its deadline
+//     (it travels as the gRPC deadline) and is cancelled when the run is
+//     killed or the host goes away. The handler must then stop promptly and
+//     stop every process it started; the node does not wait for it.
+//   - Output: bytes written to Run's out reach the node in order, batched
+//     into chunks (at most 32 KiB, sent at the latest 50 ms after being
+//     written). The writer is safe for concurrent use and blocks when the
+//     node reads slower than the handler writes, so memory stays bounded. If
+//     the node is gone, writes are dropped without error. Writing after Run
+//     returned fails.
+//   - Result: every Run ends with exactly one Result on the wire, also when
+//     the handler returns an error or panics (a panic in the calling
+//     goroutine becomes a failed Result with a Permanent error; a panic in a
+//     goroutine the handler started crashes the plugin process, which fails
+//     its in-flight runs and is restarted by the node).
+//   - Errors: the kind of an error a handler returns survives the process
+//     boundary. Build them with Retryable (running again later may work),
+//     Permanent (it will not), and InvalidParams (a named params field is
+//     wrong); test them with IsRetryable, IsPermanent and AsInvalidParams.
+//     Other errors arrive as plain errors with the same message.
+//   - Run's error vs. Result: a nil error means Result is the job's outcome
+//     (StatusSuccess, or StatusFailed with an exit code and message). A
+//     non-nil error means the handler could not run the job as asked; its
+//     kind tells the node whether retrying can help.
+//
+// On the host side, Dispense returns a Handler for a started plugin whose
+// calls are bounded by the plugin's lifetime: when the process dies, calls
+// in flight and later ones fail with a PluginExitedError
+// (errors.Is(err, ErrPluginExited)). When the caller's ctx ends first, Run
+// returns an error wrapping ctx's error and a failed Result whose Message
+// is "timeout" (deadline) or "killed" (cancellation). Right at a deadline
+// the handler's own answer may arrive first (the plugin's copy of the
+// deadline can fire a moment earlier); Run then returns that answer with a
+// nil error. A handler's ctx reports context.DeadlineExceeded at the
+// deadline, not context.Canceled.
+//
+// # What it does not guarantee
+//
+// It does not retry, cap output or enforce the timeout on a handler that
+// ignores ctx: the node does those. Plugin processes are not sandboxed.
+package pluginapi

@@ -1,0 +1,142 @@
+package pluginapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// blockingHandler's Run writes "started" and blocks until ctx is done.
+type blockingHandler struct{ started chan struct{} }
+
+func (blockingHandler) Info(context.Context) (Info, error) {
+	return Info{Name: "block", Version: "1", ParamsSchema: json.RawMessage(`{}`)}, nil
+}
+func (blockingHandler) Validate(context.Context, json.RawMessage) error { return nil }
+func (h blockingHandler) Run(ctx context.Context, _ Request, out io.Writer) (Result, error) {
+	_, _ = io.WriteString(out, "started")
+	close(h.started)
+	<-ctx.Done()
+	return Result{Status: StatusFailed}, nil
+}
+
+// serve wires h over a loopback gRPC server the way go-plugin does and
+// returns the client, the server and the cancel of the client's doneCtx.
+func serve(t *testing.T, h Handler) (Handler, *grpc.Server, context.CancelFunc) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := grpc.NewServer()
+	p := GRPCPlugin(h)
+	require.NoError(t, p.GRPCServer(nil, srv))
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(lis)
+	}()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	doneCtx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() {
+		cancel()
+		_ = conn.Close()
+		srv.Stop()
+		<-served
+	})
+	raw, err := p.GRPCClient(doneCtx, nil, conn)
+	require.NoError(t, err)
+	return raw.(Handler), srv, cancel
+}
+
+func TestPluginExitDuringRun(t *testing.T) {
+	t.Parallel()
+	for name, kill := range map[string]func(*grpc.Server, context.CancelFunc){
+		// go-plugin noticed the process exit: its doneCtx is cancelled.
+		"done ctx": func(_ *grpc.Server, cancelDone context.CancelFunc) { cancelDone() },
+		// The connection broke before go-plugin noticed.
+		"connection": func(srv *grpc.Server, _ context.CancelFunc) { srv.Stop() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			bh := blockingHandler{started: make(chan struct{})}
+			h, srv, cancelDone := serve(t, bh)
+			errCh := make(chan error, 1)
+			var out bytes.Buffer
+			go func() {
+				_, err := h.Run(t.Context(), Request{}, &out)
+				errCh <- err
+			}()
+			<-bh.started
+			kill(srv, cancelDone)
+			select {
+			case err := <-errCh:
+				require.ErrorIs(t, err, ErrPluginExited)
+				var pe *PluginExitedError
+				require.ErrorAs(t, err, &pe)
+				require.ErrorContains(t, err, "plugin exited: ")
+			case <-time.After(5 * time.Second):
+				t.Fatal("Run did not return after the plugin went away")
+			}
+			if name == "done ctx" {
+				// Once go-plugin knows, calls fail at once.
+				_, err := h.Info(t.Context())
+				require.ErrorIs(t, err, ErrPluginExited)
+			}
+		})
+	}
+}
+
+func TestLoggerWritesGoPluginJSON(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	newLogger(&buf).Warn("disk almost full", "free_mb", 12)
+	var line map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &line))
+	require.Equal(t, "warn", line["@level"])
+	require.Equal(t, "disk almost full", line["@message"])
+	require.EqualValues(t, 12, line["free_mb"])
+	ts, ok := line["@timestamp"].(string)
+	require.True(t, ok)
+	_, err := time.Parse("2006-01-02T15:04:05.000000Z07:00", ts)
+	require.NoError(t, err, "go-plugin parses @timestamp with this layout")
+}
+
+func TestChunkWriterFlushesOnTimer(t *testing.T) {
+	t.Parallel()
+	sent := make(chan []byte, 4)
+	w := newChunkWriter(func(b []byte) error { sent <- b; return nil })
+	_, err := w.Write([]byte("tick"))
+	require.NoError(t, err)
+	select {
+	case b := <-sent:
+		require.Equal(t, "tick", string(b))
+	case <-time.After(2 * time.Second):
+		t.Fatal("buffered output was not flushed by the timer")
+	}
+	w.Close()
+	require.Empty(t, sent)
+	_, err = w.Write([]byte("late"))
+	require.ErrorIs(t, err, errWriterClosed)
+}
+
+func TestChunkWriterDropsOutputAfterSendError(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	w := newChunkWriter(func([]byte) error { calls++; return errors.New("host gone") })
+	for range 4 {
+		n, err := w.Write(make([]byte, chunkSize))
+		require.NoError(t, err)
+		require.Equal(t, chunkSize, n)
+	}
+	w.Close()
+	require.Equal(t, 1, calls)
+}

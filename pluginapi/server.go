@@ -1,0 +1,210 @@
+package pluginapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cronix/cronix/pluginapi/internal/wire"
+)
+
+// Output batching: the plugin side sends a chunk when this many bytes are
+// buffered, or when the oldest buffered byte is this old.
+const (
+	chunkSize     = 32 << 10
+	flushInterval = 50 * time.Millisecond
+)
+
+// grpcServer serves a Handler as the wire.Handler gRPC service (plugin side).
+type grpcServer struct {
+	wire.UnimplementedHandlerServer
+	impl Handler
+	runs *sync.WaitGroup // counts Runs in flight; may be nil
+}
+
+var _ wire.HandlerServer = (*grpcServer)(nil)
+
+func (s *grpcServer) Info(ctx context.Context, _ *wire.InfoRequest) (resp *wire.InfoResponse, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			resp, err = nil, errorToStatus(panicError("Info", r))
+		}
+	}()
+	info, err := s.impl.Info(ctx)
+	if err != nil {
+		return nil, errorToStatus(err)
+	}
+	return infoToWire(info), nil
+}
+
+func (s *grpcServer) Validate(ctx context.Context, req *wire.ValidateRequest) (resp *wire.ValidateResponse, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			resp, err = nil, errorToStatus(panicError("Validate", r))
+		}
+	}()
+	if err := s.impl.Validate(ctx, req.GetParams()); err != nil {
+		return nil, errorToStatus(err)
+	}
+	return &wire.ValidateResponse{}, nil
+}
+
+// Run runs the handler with the stream's context (its deadline is the job
+// timeout; its cancellation is a kill), streams output in batched chunks and
+// ends with exactly one result.
+func (s *grpcServer) Run(req *wire.RunRequest, stream wire.Handler_RunServer) error {
+	if s.runs != nil {
+		s.runs.Add(1)
+		defer s.runs.Done()
+	}
+	ctx, release := handlerContext(stream.Context())
+	defer release()
+	w := newChunkWriter(func(b []byte) error {
+		return stream.Send(&wire.RunEvent{Event: &wire.RunEvent_Output{Output: b}})
+	})
+	res, err := s.run(ctx, requestFromWire(req), w)
+	w.Close()
+	if err == nil && res.Status != StatusSuccess && res.Status != StatusFailed {
+		res = Result{Status: StatusFailed, ExitCode: res.ExitCode, Message: fmt.Sprintf("handler returned invalid status %q", res.Status)}
+	}
+	if err != nil && res.Status == "" {
+		res.Status = StatusFailed
+	}
+	return stream.Send(&wire.RunEvent{Event: &wire.RunEvent_Result{Result: resultToWire(res, err)}})
+}
+
+func (s *grpcServer) run(ctx context.Context, req Request, w *chunkWriter) (res Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = panicError("Run", r)
+			res = Result{Status: StatusFailed, ExitCode: -1, Message: err.Error()}
+		}
+	}()
+	return s.impl.Run(ctx, req, w)
+}
+
+// deadlineSlack: a stream cancelled this close to its deadline was cancelled
+// by the host's own deadline timer, which fires before ours (ours started
+// when the request arrived).
+const deadlineSlack = 250 * time.Millisecond
+
+// handlerContext derives the ctx a handler's Run gets from the stream's. A
+// cancellation of the stream well before its deadline is a kill and cancels
+// it at once; one within deadlineSlack of the deadline is the timeout, so
+// the handler's ctx ends by its own deadline and reports
+// context.DeadlineExceeded, not context.Canceled.
+func handlerContext(stream context.Context) (context.Context, func()) {
+	deadline, ok := stream.Deadline()
+	if !ok {
+		return stream, func() {}
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(stream), deadline)
+	stop := context.AfterFunc(stream, func() {
+		if time.Until(deadline) > deadlineSlack {
+			cancel()
+		}
+	})
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// errWriterClosed is returned by writes to a run's output after the
+// handler's Run returned.
+var errWriterClosed = errors.New("pluginapi: run output written after Run returned")
+
+// chunkWriter batches a run's output into stream messages: a chunk goes out
+// when chunkSize bytes are buffered or flushInterval after the first
+// unsent byte. It is safe for concurrent use. Sends happen under the lock,
+// so a slow host applies back-pressure to the handler and the buffer never
+// exceeds chunkSize plus one write.
+type chunkWriter struct {
+	send func([]byte) error
+
+	mu     sync.Mutex
+	buf    []byte
+	timer  *time.Timer // armed while buf holds unsent bytes
+	gen    uint64      // identifies the armed timer; a stale one does nothing
+	err    error       // first send error; later writes are dropped
+	closed bool
+}
+
+func newChunkWriter(send func([]byte) error) *chunkWriter {
+	return &chunkWriter{send: send}
+}
+
+// Write buffers p. After a send error (the host went away) writes succeed
+// and are dropped, so a handler is never failed by its output; ctx tells it
+// when to stop.
+func (w *chunkWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return 0, errWriterClosed
+	}
+	if w.err != nil {
+		return len(p), nil
+	}
+	n := len(p)
+	for len(p) > 0 {
+		room := chunkSize - len(w.buf)
+		take := min(room, len(p))
+		if w.buf == nil {
+			w.buf = make([]byte, 0, min(chunkSize, max(len(p), 512)))
+		}
+		w.buf = append(w.buf, p[:take]...)
+		p = p[take:]
+		if len(w.buf) >= chunkSize {
+			w.flushLocked()
+		}
+		if w.err != nil {
+			return n, nil
+		}
+	}
+	if len(w.buf) > 0 && w.timer == nil {
+		w.gen++
+		gen := w.gen
+		w.timer = time.AfterFunc(flushInterval, func() { w.timedFlush(gen) })
+	}
+	return n, nil
+}
+
+func (w *chunkWriter) timedFlush(gen uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || gen != w.gen || w.timer == nil {
+		return // flushed or re-armed since this timer was set
+	}
+	w.timer = nil
+	w.flushLocked()
+}
+
+// flushLocked sends the buffered bytes. The buffer is handed to the stream
+// and never reused (gRPC may still hold the message).
+func (w *chunkWriter) flushLocked() {
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+	if len(w.buf) == 0 || w.err != nil {
+		w.buf = nil
+		return
+	}
+	b := w.buf
+	w.buf = nil
+	w.err = w.send(b)
+}
+
+// Close sends what is buffered; later writes fail.
+func (w *chunkWriter) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.flushLocked()
+	w.closed = true
+}

@@ -1,0 +1,11 @@
+//go:build linux
+
+package shell
+
+import "syscall"
+
+// sysProcAttr puts the script in its own process group and kills it if the
+// plugin process dies.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}

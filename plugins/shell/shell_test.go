@@ -1,0 +1,265 @@
+package shell
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cronix/cronix/pluginapi"
+	"github.com/cronix/cronix/pluginapi/plugintest"
+)
+
+func TestContract(t *testing.T) {
+	t.Parallel()
+	plugintest.CheckContract(t, New(), json.RawMessage(`{"script":"echo hello"}`),
+		plugintest.LongRunning(json.RawMessage(`{"script":"sleep 30"}`)))
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	for params, field := range map[string]string{
+		`{"script":"echo hi"}`:                                         "-",
+		`{"script":"print(1)","interpreter":"python3"}`:                "-",
+		`{"script":"echo $A","interpreter":"/bin/sh","env":{"A":"b"}}`: "-",
+		`{}`:                                    "script",
+		`null`:                                  "script",
+		`{"script":"  \n"}`:                     "script",
+		`{"script":42}`:                         "script",
+		`{"script":"x","interpreter":"perl"}`:   "interpreter",
+		`{"script":"x","interpreter":"bin/sh"}`: "interpreter",
+		`{"script":"x","env":{"A":1}}`:          "env",
+		`{"script":"x","env":{"A=B":"c"}}`:      "env",
+		`{"script":"x","workdir":"/tmp"}`:       "workdir",
+		`["script"]`:                            "",
+	} {
+		err := New().Validate(t.Context(), json.RawMessage(params))
+		if field == "-" {
+			require.NoError(t, err, params)
+			continue
+		}
+		ip, ok := pluginapi.AsInvalidParams(err)
+		require.True(t, ok, "%s: want InvalidParams, got %v", params, err)
+		require.Equal(t, field, ip.Field(), params)
+	}
+}
+
+// run runs params through the shell handler in-process.
+func run(t *testing.T, ctx context.Context, params string) (pluginapi.Result, string, error) {
+	t.Helper()
+	var out lockedBuffer
+	res, err := New().Run(ctx, pluginapi.Request{
+		FireID: "7-1767225600", JobID: 7, JobName: "backup db", Params: json.RawMessage(params),
+		ScheduledAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Attempt: 2,
+	}, &out)
+	return res, out.String(), err
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestRunCapturesStdoutAndStderrInOrder(t *testing.T) {
+	t.Parallel()
+	res, out, err := run(t, t.Context(), `{"script":"echo one; echo two >&2; echo three"}`)
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.Result{Status: pluginapi.StatusSuccess}, res)
+	require.Equal(t, "one\ntwo\nthree\n", out)
+}
+
+func TestRunExitCodes(t *testing.T) {
+	t.Parallel()
+	res, out, err := run(t, t.Context(), `{"script":"echo failing; exit 3"}`)
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.Result{Status: pluginapi.StatusFailed, ExitCode: 3, Message: "exit status 3"}, res)
+	require.Equal(t, "failing\n", out)
+
+	res, _, err = run(t, t.Context(), `{"script":"kill -9 $$"}`)
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.StatusFailed, res.Status)
+	require.Equal(t, 137, res.ExitCode)
+	require.Contains(t, res.Message, "killed by signal")
+}
+
+func TestRunEnvironment(t *testing.T) {
+	t.Setenv(pluginapi.Handshake.MagicCookieKey, pluginapi.Handshake.MagicCookieValue)
+	t.Setenv("PLUGIN_PROTOCOL_VERSIONS", "1")
+	script := `echo "$CRONIX_FIRE_ID|$CRONIX_JOB_ID|$CRONIX_JOB_NAME|$CRONIX_SCHEDULED_AT|$CRONIX_ATTEMPT|$GREETING|$CRONIX_PLUGIN|$PLUGIN_PROTOCOL_VERSIONS"`
+	params, err := json.Marshal(Params{Script: script, Env: map[string]string{"GREETING": "hi there", "CRONIX_JOB_ID": "spoofed"}})
+	require.NoError(t, err)
+	res, out, err := run(t, t.Context(), string(params))
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.StatusSuccess, res.Status, res.Message)
+	require.Equal(t, "7-1767225600|7|backup db|2026-01-01T00:00:00Z|2|hi there||\n", out)
+}
+
+func TestRunInterpreters(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		`{"script":"echo ${BASH_VERSION:+bash}","interpreter":"bash"}`:                "bash\n",
+		`{"script":"import sys\nprint(sys.version_info[0])","interpreter":"python3"}`: "3\n",
+		`{"script":"echo abs","interpreter":"/bin/sh"}`:                               "abs\n",
+	}
+	for params, want := range cases {
+		var p Params
+		require.NoError(t, json.Unmarshal([]byte(params), &p))
+		if _, err := exec.LookPath(p.Interpreter); err != nil {
+			t.Logf("skipping %s: %v", p.Interpreter, err)
+			continue
+		}
+		res, out, err := run(t, t.Context(), params)
+		require.NoError(t, err)
+		require.Equal(t, pluginapi.StatusSuccess, res.Status, res.Message)
+		require.Equal(t, want, out)
+	}
+
+	res, _, err := run(t, t.Context(), `{"script":"x","interpreter":"/nonexistent/interp"}`)
+	require.Error(t, err)
+	require.True(t, pluginapi.IsPermanent(err))
+	require.Equal(t, pluginapi.StatusFailed, res.Status)
+}
+
+func TestRunInvalidParams(t *testing.T) {
+	t.Parallel()
+	res, _, err := run(t, t.Context(), `{"script":""}`)
+	ip, ok := pluginapi.AsInvalidParams(err)
+	require.True(t, ok)
+	require.Equal(t, "script", ip.Field())
+	require.Equal(t, pluginapi.StatusFailed, res.Status)
+}
+
+func TestRunStreamsOutput(t *testing.T) {
+	t.Parallel()
+	gate := filepath.Join(t.TempDir(), "gate")
+	script := fmt.Sprintf(`echo first; while [ ! -e %q ]; do sleep 0.01; done; echo second`, gate)
+	params, err := json.Marshal(Params{Script: script})
+	require.NoError(t, err)
+	out := &gateWriter{onFirst: func() { _ = os.WriteFile(gate, nil, 0o600) }}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	res, err := New().Run(ctx, pluginapi.Request{Params: params}, out)
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.StatusSuccess, res.Status, "the script waits for its first line to be seen: %s", res.Message)
+	require.Equal(t, "first\nsecond\n", out.buf.String())
+}
+
+// gateWriter calls onFirst when "first" arrives, i.e. while the script is
+// still running.
+type gateWriter struct {
+	lockedBuffer
+	want    string // default "first\n"
+	onFirst func()
+	once    sync.Once
+}
+
+func (w *gateWriter) Write(p []byte) (int, error) {
+	n, err := w.lockedBuffer.Write(p)
+	want := w.want
+	if want == "" {
+		want = "first\n"
+	}
+	if strings.Contains(w.String(), want) {
+		w.once.Do(w.onFirst)
+	}
+	return n, err
+}
+
+// procsWith returns the pids of processes whose command line contains marker.
+func procsWith(t *testing.T, marker string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var pids []string
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue // not a pid, or gone
+		}
+		// Arguments are NUL-separated; match them space-separated.
+		if strings.Contains(strings.ReplaceAll(string(cmdline), "\x00", " "), marker) {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
+}
+
+func requireNoProcs(t *testing.T, marker string) {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(procsWith(t, marker)) == 0 }, 5*time.Second, 20*time.Millisecond,
+		"processes with %q survived the run", marker)
+}
+
+func TestTimeoutKillsTheWholeProcessGroup(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
+		t.Skip("needs /proc")
+	}
+	marker := fmt.Sprintf("30.%d", time.Now().UnixNano()%1000000)
+	// A background child, a grandchild in a subshell and the foreground sleep.
+	script := fmt.Sprintf(`sleep %[1]s & (sleep %[1]s; echo never) & echo started; sleep %[1]s`, marker)
+	params, _ := json.Marshal(Params{Script: script})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	start := time.Now()
+	res, out, err := run(t, ctx, string(params))
+	require.NoError(t, err)
+	require.Less(t, time.Since(start), 5*time.Second)
+	require.Equal(t, pluginapi.Result{Status: pluginapi.StatusFailed, ExitCode: -1, Message: "timeout"}, res)
+	require.Equal(t, "started\n", out)
+	requireNoProcs(t, "sleep "+marker)
+}
+
+func TestKillEscalatesToSIGKILL(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
+		t.Skip("needs /proc")
+	}
+	marker := fmt.Sprintf("31.%d", time.Now().UnixNano()%1000000)
+	// The script and its child ignore SIGTERM.
+	script := fmt.Sprintf(`trap '' TERM; sleep %[1]s & echo started; sleep %[1]s`, marker)
+	params, _ := json.Marshal(Params{Script: script})
+	h := &handler{killGrace: 200 * time.Millisecond}
+	ctx, cancel := context.WithCancel(t.Context())
+	out := &gateWriter{want: "started\n", onFirst: cancel}
+	start := time.Now()
+	res, err := h.Run(ctx, pluginapi.Request{Params: params}, out)
+	require.NoError(t, err)
+	require.Less(t, time.Since(start), 5*time.Second)
+	require.Equal(t, pluginapi.Result{Status: pluginapi.StatusFailed, ExitCode: -1, Message: "killed"}, res)
+	requireNoProcs(t, "sleep "+marker)
+}
+
+func TestBackgroundProcessHoldingOutputDoesNotHangTheRun(t *testing.T) {
+	t.Parallel()
+	// The background sleep keeps stdout open after the script exits.
+	params, _ := json.Marshal(Params{Script: `sleep 3 & echo done`})
+	start := time.Now()
+	res, out, err := run(t, t.Context(), string(params))
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.StatusSuccess, res.Status)
+	require.Contains(t, res.Message, "kept its output open")
+	require.Equal(t, "done\n", out)
+	require.Less(t, time.Since(start), outputGrace+2*time.Second)
+}

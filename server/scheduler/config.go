@@ -1,0 +1,130 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/server/dispatch"
+	"github.com/cronix/cronix/server/store"
+)
+
+// JobSource reads job definitions (satisfied by *store.Store).
+type JobSource interface {
+	// EnabledJobs returns every enabled job.
+	EnabledJobs(ctx context.Context) ([]store.Job, error)
+	// GetJob returns a job or an error wrapping store.ErrNotFound.
+	GetJob(ctx context.Context, id int64) (*store.Job, error)
+}
+
+// RunRecorder records fires before they are dispatched (satisfied by *store.Store).
+type RunRecorder interface {
+	// InsertRuns inserts runs in one batch, leaving existing fire ids untouched.
+	InsertRuns(ctx context.Context, runs []store.Run) ([]string, error)
+}
+
+// CursorStore holds the replicated fire cursors (satisfied by *raftha.Node).
+type CursorStore interface {
+	// ApplyCursors advances cursors (job id → scheduled Unix ms) in one entry.
+	ApplyCursors(ctx context.Context, cursors map[int64]int64) error
+	// Cursors returns a copy of every cursor.
+	Cursors() map[int64]int64
+}
+
+// Dispatcher writes fenced batches to etcd (satisfied by *dispatch.Dispatcher).
+type Dispatcher interface {
+	Claim(ctx context.Context, term uint64) error
+	Dispatch(ctx context.Context, term uint64, items []dispatch.DispatchItem) error
+	PlaceJob(ctx context.Context, term uint64, ps ...dispatch.Placement) error
+	UnplaceJob(ctx context.Context, term uint64, refs ...dispatch.JobRef) error
+}
+
+// Defaults of Config.
+const (
+	DefaultRelistInterval   = 30 * time.Second
+	DefaultMisfireThreshold = 5 * time.Second
+	DefaultRetryMin         = 100 * time.Millisecond
+	DefaultRetryMax         = 5 * time.Second
+)
+
+// Config wires a Scheduler.
+type Config struct {
+	// Jobs is where job definitions are read (the SQL store).
+	Jobs JobSource
+	// Runs records every fire before it is dispatched (the SQL store).
+	Runs RunRecorder
+	// Cursors is the replicated cursor state (the raft node).
+	Cursors CursorStore
+	// Dispatcher writes fenced runs and placements to etcd.
+	Dispatcher Dispatcher
+	// Etcd is used to read and watch nodes, job signals and once requests,
+	// and to delete handled once requests.
+	Etcd *clientv3.Client
+	// Keys builds the etcd keys.
+	Keys cluster.Keys
+	// Clock tells time and makes timers; nil = the real clock.
+	Clock Clock
+	// Logger receives the loop's logs; nil discards them.
+	Logger *slog.Logger
+	// Location is the time zone of jobs without one; nil = time.Local.
+	Location *time.Location
+	// RelistInterval is how often every enabled job is reloaded as a safety
+	// net for missed signals (default 30s).
+	RelistInterval time.Duration
+	// MisfireThreshold: while leading, a fire that is more than this late
+	// (the loop was stalled, e.g. etcd was down) is treated as a misfire and
+	// collapsed like the misfires of a leaderless period (default 5s).
+	MisfireThreshold time.Duration
+	// RetryMin and RetryMax bound the backoff of a failed batch, watch
+	// resync or placement (defaults 100ms and 5s).
+	RetryMin, RetryMax time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.Clock == nil {
+		c.Clock = RealClock()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Location == nil {
+		c.Location = time.Local
+	}
+	if c.RelistInterval <= 0 {
+		c.RelistInterval = DefaultRelistInterval
+	}
+	if c.MisfireThreshold <= 0 {
+		c.MisfireThreshold = DefaultMisfireThreshold
+	}
+	if c.RetryMin <= 0 {
+		c.RetryMin = DefaultRetryMin
+	}
+	if c.RetryMax < c.RetryMin {
+		c.RetryMax = max(DefaultRetryMax, c.RetryMin)
+	}
+}
+
+// Validate reports missing dependencies.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Jobs == nil {
+		errs = append(errs, errors.New("scheduler: Jobs is required"))
+	}
+	if c.Runs == nil {
+		errs = append(errs, errors.New("scheduler: Runs is required"))
+	}
+	if c.Cursors == nil {
+		errs = append(errs, errors.New("scheduler: Cursors is required"))
+	}
+	if c.Dispatcher == nil {
+		errs = append(errs, errors.New("scheduler: Dispatcher is required"))
+	}
+	if c.Etcd == nil {
+		errs = append(errs, errors.New("scheduler: Etcd is required"))
+	}
+	return errors.Join(errs...)
+}

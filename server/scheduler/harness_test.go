@@ -1,0 +1,255 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/server/dispatch"
+	"github.com/cronix/cronix/server/raftha"
+	"github.com/cronix/cronix/server/store"
+)
+
+// t0 is the fake clock's start: a whole second.
+var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+
+// memStore implements JobSource and RunRecorder in memory, like the SQL
+// store: InsertRuns ignores fire ids already present.
+type memStore struct {
+	mu          sync.Mutex
+	jobs        map[int64]store.Job
+	runs        map[string]store.Run
+	insertCalls int
+	duplicates  int
+	failInserts int // the next calls fail
+}
+
+func newMemStore() *memStore {
+	return &memStore{jobs: map[int64]store.Job{}, runs: map[string]store.Run{}}
+}
+
+func (m *memStore) EnabledJobs(context.Context) ([]store.Job, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []store.Job
+	for _, j := range m.jobs {
+		if j.Enabled {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+func (m *memStore) GetJob(_ context.Context, id int64) (*store.Job, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j, ok := m.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+	}
+	return &j, nil
+}
+
+func (m *memStore) InsertRuns(_ context.Context, runs []store.Run) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.insertCalls++
+	if m.failInserts > 0 {
+		m.failInserts--
+		return nil, errors.New("database is locked")
+	}
+	var ids []string
+	for _, r := range runs {
+		if _, ok := m.runs[r.FireID]; ok {
+			m.duplicates++
+			continue
+		}
+		m.runs[r.FireID] = r
+		ids = append(ids, r.FireID)
+	}
+	return ids, nil
+}
+
+func (m *memStore) putJob(j store.Job) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.jobs[j.ID] = j
+}
+
+func (m *memStore) deleteJob(id int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.jobs, id)
+}
+
+func (m *memStore) snapshot() (runs map[string]store.Run, calls, dups int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.runs), m.insertCalls, m.duplicates
+}
+
+// countingCursors counts ApplyCursors calls on the real raft node.
+type countingCursors struct {
+	*raftha.Node
+	applies atomic.Int64
+}
+
+func (c *countingCursors) ApplyCursors(ctx context.Context, m map[int64]int64) error {
+	c.applies.Add(1)
+	return c.Node.ApplyCursors(ctx, m)
+}
+
+type harness struct {
+	t       *testing.T
+	cli     *clientv3.Client
+	keys    cluster.Keys
+	store   *memStore
+	jobs    JobSource   // h.store unless a test uses the SQL store
+	runs    RunRecorder // h.store unless a test uses the SQL store
+	raft    *raftha.Node
+	cursors *countingCursors
+	disp    *dispatch.Dispatcher
+	txns    atomic.Int64
+	clock   *fakeClock
+	sched   *Scheduler
+	term    uint64
+
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	cli, keys := testEtcd(t)
+	h := &harness{t: t, cli: cli, keys: keys, store: newMemStore(), clock: newFakeClock(t0)}
+	h.jobs, h.runs = h.store, h.store
+	node, err := raftha.Open(raftha.Config{
+		ID: "s1", Dir: t.TempDir(), BindAddr: "127.0.0.1:0", Bootstrap: true,
+		HeartbeatTimeout: 100 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond,
+		LeaderLeaseTimeout: 50 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = node.Close() })
+	require.Eventually(t, node.IsLeader, 10*time.Second, 5*time.Millisecond)
+	h.raft = node
+	h.term = node.Term()
+	h.cursors = &countingCursors{Node: node}
+	h.disp = dispatch.New(cli, keys, "s1", dispatch.WithTxnHook(func(int) { h.txns.Add(1) }))
+	h.sched = h.newScheduler()
+	return h
+}
+
+func (h *harness) newScheduler() *Scheduler {
+	return New(Config{
+		Jobs: h.jobs, Runs: h.runs, Cursors: h.cursors, Dispatcher: h.disp,
+		Etcd: h.cli, Keys: h.keys, Clock: h.clock, Location: time.UTC,
+		Logger: slog.New(slog.NewTextHandler(testWriter{h.t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+func (h *harness) addNode(uuid, group string, handlers ...string) {
+	h.t.Helper()
+	n := cluster.NodeInfo{UUID: uuid, Group: group, IP: "127.0.0.1", Port: 9000, Started: t0}
+	for _, p := range handlers {
+		n.Plugins = append(n.Plugins, cluster.PluginInfo{Name: p, Version: "1"})
+	}
+	b, err := json.Marshal(n)
+	require.NoError(h.t, err)
+	_, err = h.cli.Put(context.Background(), h.keys.Node(uuid), string(b))
+	require.NoError(h.t, err)
+}
+
+func job(id int64, expr string) store.Job {
+	return store.Job{
+		ID: id, Name: fmt.Sprintf("job-%d", id), Group: "g", ScheduleType: "cron", Schedule: expr,
+		Timezone: "UTC", Handler: "cmd", Params: json.RawMessage(`{"cmd":"true"}`), TimeoutSeconds: 30,
+		Enabled: true, Revision: 1,
+	}
+}
+
+// start runs the loop in the background until stop.
+func (h *harness) start() {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	done := make(chan error, 1)
+	h.done = done
+	s, term := h.sched, h.term
+	go func() { done <- s.Run(ctx, term) }()
+	h.t.Cleanup(func() { cancel(); <-done })
+}
+
+// stop cancels the loop and returns its result.
+func (h *harness) stop() error {
+	h.t.Helper()
+	h.cancel()
+	select {
+	case err := <-h.done:
+		h.done <- err // for the cleanup
+		return err
+	case <-time.After(10 * time.Second):
+		h.t.Fatal("scheduler did not stop")
+		return nil
+	}
+}
+
+// waitArmed waits until the loop sleeps until at: it has handled
+// everything due before at.
+func (h *harness) waitArmed(at time.Time) {
+	h.t.Helper()
+	if !assert.Eventually(h.t, func() bool { return h.clock.armedAt(at) }, 10*time.Second, time.Millisecond) {
+		var runErr any = "still running"
+		select {
+		case err := <-h.done:
+			h.done <- err
+			runErr = err
+		default:
+		}
+		h.t.Fatalf("loop never armed its timer at %s; now %s, timers at %v; loop: %v", at, h.clock.Now(), h.clock.timerTimes(), runErr)
+	}
+}
+
+// step advances the clock by one second and waits for the loop to handle it.
+func (h *harness) step() {
+	h.t.Helper()
+	now := h.clock.Now()
+	h.waitArmed(now.Add(time.Second))
+	h.clock.Advance(time.Second)
+	h.waitArmed(now.Add(2 * time.Second))
+}
+
+func (h *harness) count(prefix string) int64 {
+	h.t.Helper()
+	resp, err := h.cli.Get(context.Background(), prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	require.NoError(h.t, err)
+	return resp.Count
+}
+
+func (h *harness) get(key string) []byte {
+	h.t.Helper()
+	resp, err := h.cli.Get(context.Background(), key)
+	require.NoError(h.t, err)
+	if len(resp.Kvs) == 0 {
+		return nil
+	}
+	return resp.Kvs[0].Value
+}

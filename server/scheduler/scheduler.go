@@ -1,0 +1,277 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cronix/cronix/server/dispatch"
+)
+
+// ErrRunning is returned by Run while another Run of the same Scheduler is
+// active.
+var ErrRunning = errors.New("scheduler: already running")
+
+// Scheduler is the trigger loop. It keeps no state between terms: every Run
+// reloads jobs, cursors, nodes and placements.
+type Scheduler struct {
+	cfg     Config
+	log     *slog.Logger
+	running atomic.Bool
+}
+
+// New returns a Scheduler; Run starts it for a term.
+func New(cfg Config) *Scheduler {
+	cfg.setDefaults()
+	return &Scheduler{cfg: cfg, log: cfg.Logger}
+}
+
+// Run claims the leader fence for term and fires jobs until ctx is
+// cancelled (leadership lost or shutdown), returning nil then. It returns
+// an error wrapping dispatch.ErrFenced as soon as a write is refused
+// because another server claimed a newer term, and a configuration error
+// before starting. Transient failures (SQL, etcd, raft) are retried with
+// backoff without losing or repeating fires.
+func (s *Scheduler) Run(ctx context.Context, term uint64) error {
+	if err := s.cfg.Validate(); err != nil {
+		return err
+	}
+	if !s.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer s.running.Store(false)
+	l := newLoop(s.cfg, term)
+	defer l.stop()
+	s.log.Info("trigger loop starting", "term", term)
+	err := l.run(ctx)
+	switch {
+	case errors.Is(err, dispatch.ErrFenced):
+		s.log.Warn("trigger loop fenced: another server leads", "term", term, "err", err)
+		return err
+	case ctx.Err() != nil:
+		s.log.Info("trigger loop stopped", "term", term)
+		return nil
+	default:
+		return err
+	}
+}
+
+// watch is one etcd watch of a prefix; ch is nil while it must be resynced.
+type watch struct {
+	ch     clientv3.WatchChan
+	cancel context.CancelFunc
+}
+
+func (w *watch) close() {
+	if w.cancel != nil {
+		w.cancel()
+	}
+	w.ch, w.cancel = nil, nil
+}
+
+// Names of the resyncable watches.
+const (
+	syncNodes   = "nodes"
+	syncSignals = "signals"
+	syncOnce    = "once"
+)
+
+func (l *loop) startWatch(ctx context.Context, w *watch, prefix string, rev int64) {
+	w.close()
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	w.ch = l.cfg.Etcd.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev))
+	w.cancel = cancel
+}
+
+// run is the loop body: start-up, then one select over time and watches.
+// All loop state is owned by this one goroutine.
+func (l *loop) run(ctx context.Context) error {
+	if err := l.startup(ctx); err != nil {
+		return err
+	}
+	for {
+		l.arm()
+		var err error
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.timer.C():
+			err = l.wake(ctx)
+		case <-l.relist.C():
+			if err := l.relistJobs(ctx); err != nil && ctx.Err() == nil {
+				l.log.Warn("relisting jobs failed", "err", err)
+			}
+			l.relist.Reset(l.cfg.RelistInterval)
+		case wr, ok := <-l.nodeW.ch:
+			l.onNodes(ctx, wr, ok)
+		case wr, ok := <-l.sigW.ch:
+			l.onSignals(ctx, wr, ok)
+		case wr, ok := <-l.onceW.ch:
+			err = l.onOnce(ctx, wr, ok)
+		}
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err := l.reconcile(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// startup claims the fence and loads everything, retrying transient errors.
+func (l *loop) startup(ctx context.Context) error {
+	steps := []struct {
+		what string
+		fn   func() error
+	}{
+		{"claim leader key", func() error { return l.cfg.Dispatcher.Claim(ctx, l.term) }},
+		{"load nodes", func() error { return l.resyncNodes(ctx) }},
+		{"load jobs", func() error { return l.loadJobs(ctx) }},
+		{"load placements", func() error { return l.loadPlaced(ctx) }},
+		{"load once requests", func() error { return l.resyncOnce(ctx) }},
+	}
+	for _, st := range steps {
+		if err := l.retry(ctx, st.what, st.fn); err != nil {
+			return err
+		}
+	}
+	l.timer = l.clock.NewTimer(time.Hour)
+	l.timer.Stop()
+	l.relist = l.clock.NewTimer(l.cfg.RelistInterval)
+	if err := l.reconcile(ctx); err != nil {
+		return err
+	}
+	return l.commit(ctx)
+}
+
+// retry runs fn until it succeeds, is fenced, or ctx ends.
+func (l *loop) retry(ctx context.Context, what string, fn func() error) error {
+	backoff := l.cfg.RetryMin
+	for {
+		err := fn()
+		if err == nil || errors.Is(err, dispatch.ErrFenced) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		l.log.Warn("trigger loop start-up step failed; retrying", "step", what, "err", err, "backoff", backoff)
+		t := l.clock.NewTimer(backoff)
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		backoff = min(2*backoff, l.cfg.RetryMax)
+	}
+}
+
+// failed logs a transient failure and schedules a retry with backoff.
+func (l *loop) failed(ctx context.Context, what string, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	if l.backoff == 0 {
+		l.backoff = l.cfg.RetryMin
+	} else {
+		l.backoff = min(2*l.backoff, l.cfg.RetryMax)
+	}
+	at := l.clock.Now().Add(l.backoff)
+	if l.retryAt.IsZero() || at.Before(l.retryAt) {
+		l.retryAt = at
+	}
+	l.log.Warn("trigger loop step failed; retrying", "step", what, "err", err, "backoff", l.backoff)
+}
+
+// arm sets the timer to the next thing to do: the retry time while a batch
+// is pending or something must be retried, else the earliest fire.
+func (l *loop) arm() {
+	var wake time.Time
+	if len(l.pending) == 0 {
+		if e := l.heap.peek(); e != nil {
+			wake = e.next
+		}
+	}
+	if !l.retryAt.IsZero() && (wake.IsZero() || l.retryAt.Before(wake)) {
+		wake = l.retryAt
+	}
+	if wake.IsZero() && len(l.pending) > 0 {
+		wake = l.clock.Now()
+	}
+	l.timer.Stop()
+	if !wake.IsZero() {
+		l.timer.Reset(wake.Sub(l.clock.Now()))
+	}
+}
+
+// wake runs due retries, then fires every due job in one batch.
+func (l *loop) wake(ctx context.Context) error {
+	now := l.clock.Now()
+	if !l.retryAt.IsZero() && !now.Before(l.retryAt) {
+		l.retryAt = time.Time{}
+		for name, need := range l.needResync {
+			if need {
+				l.resync(ctx, name)
+			}
+		}
+		l.flushOnceDeletes(ctx)
+	}
+	return l.tick(ctx, now)
+}
+
+func (l *loop) resync(ctx context.Context, name string) {
+	var err error
+	switch name {
+	case syncNodes:
+		err = l.resyncNodes(ctx)
+	case syncSignals:
+		err = l.resyncSignals(ctx)
+	case syncOnce:
+		err = l.resyncOnce(ctx)
+	}
+	if err != nil {
+		l.needResync[name] = true
+		l.failed(ctx, "resync "+name, err)
+		return
+	}
+	l.needResync[name] = false
+}
+
+// tick collects every job due at now (at most one fire per job) into the
+// pending batch and commits it.
+func (l *loop) tick(ctx context.Context, now time.Time) error {
+	if len(l.pending) > 0 && !l.retryAt.IsZero() && now.Before(l.retryAt) {
+		return nil // backing off
+	}
+	for e := l.heap.peek(); e != nil && !e.next.After(now); e = l.heap.peek() {
+		l.heap.pop()
+		e.inFlight = true
+		f := l.newFire(&e.job, dueAt(e.sched, e.next, now, l.cfg.MisfireThreshold), "", "", now)
+		f.entry = e
+		l.pending = append(l.pending, f)
+	}
+	return l.commit(ctx)
+}
+
+func (l *loop) stop() {
+	for _, w := range []*watch{&l.nodeW, &l.sigW, &l.onceW} {
+		w.close()
+	}
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	if l.relist != nil {
+		l.relist.Stop()
+	}
+}
+
+func errorf(format string, args ...any) error { return fmt.Errorf("scheduler: "+format, args...) }

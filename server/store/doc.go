@@ -1,0 +1,49 @@
+// Package store is Cronix's SQL record (bun): users, API tokens, groups,
+// jobs and runs, on SQLite, PostgreSQL and MySQL/MariaDB. Schema migrations
+// live in the top-level sql/ directory and are applied by Open.
+//
+// # DSNs
+//
+//	sqlite:///abs/path/cronix.db   SQLite file (also sqlite://rel/path.db,
+//	                               sqlite:path.db, file:path.db or a bare path;
+//	                               ":memory:" for a throwaway database)
+//	postgres://user:pass@host:5432/db?sslmode=disable[&search_path=schema]
+//	mysql://user:pass@tcp(host:3306)/db?parseTime=true
+//
+// A SQLite DSN may carry modernc.org/sqlite parameters after "?"; the store
+// adds _pragma=busy_timeout(5000), _pragma=journal_mode(WAL),
+// _pragma=foreign_keys(1) unless the DSN sets them, and _txlock=immediate
+// so that writing transactions queue on SQLite's lock instead of failing
+// with SQLITE_BUSY. A PostgreSQL DSN is pgdriver's: unknown query
+// parameters (search_path, application_name, ...) are sent as session
+// parameters. A MySQL DSN is go-sql-driver's after "mysql://"; parseTime
+// and loc=UTC are forced, and unless the DSN sets sql_mode the session
+// drops NO_BACKSLASH_ESCAPES (bun escapes backslashes).
+//
+// # Time
+//
+// Every time is stored in UTC with microsecond precision and returned in
+// UTC.
+//
+// # Runs
+//
+// Runs are unique by fire id. InsertRuns and ApplyResults are batched: one
+// multi-row statement per chunk of at most 1,000 rows and about 4 MiB
+// (below MySQL's max_allowed_packet), all chunks of a call in one
+// transaction, rows sorted by fire id so that concurrent overlapping
+// batches lock in the same order. Statuses only move forward: triggered,
+// then running, then a terminal status (cluster.Terminal), which is final.
+// Output is cut to MaxOutputBytes; NUL bytes and invalid UTF-8 become
+// U+FFFD.
+//
+// # Tests
+//
+// The conformance suite (runSuite in suite_test.go) runs against SQLite in
+// a temporary directory always, against PostgreSQL when
+// CRONIX_TEST_POSTGRES_DSN is set (e.g.
+// postgres://postgres@127.0.0.1:5432/test?sslmode=disable) and against
+// MySQL/MariaDB when CRONIX_TEST_MYSQL_DSN is set (e.g.
+// mysql://root@tcp(127.0.0.1:3306)/test?parseTime=true). Each test creates
+// its own schema (PostgreSQL) or database (MySQL) named cronix_t_<random>
+// and drops it afterwards, so the DSN's user needs CREATE/DROP rights.
+package store

@@ -1,0 +1,115 @@
+package store_test
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun/driver/pgdriver"
+
+	"github.com/cronix/cronix/server/store"
+)
+
+// Environment variables naming the shared servers the suite may use. Each
+// test gets its own schema (PostgreSQL) or database (MySQL), dropped at
+// cleanup, so parallel runs on one server do not collide.
+const (
+	envPostgres = "CRONIX_TEST_POSTGRES_DSN" // e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable
+	envMySQL    = "CRONIX_TEST_MYSQL_DSN"    // e.g. mysql://root@tcp(127.0.0.1:3306)/test?parseTime=true
+)
+
+func TestSQLite(t *testing.T) {
+	t.Parallel()
+	runSuite(t, func(t *testing.T) string {
+		return "sqlite://" + filepath.Join(t.TempDir(), "cronix.db")
+	})
+}
+
+func TestPostgres(t *testing.T) {
+	t.Parallel()
+	base := os.Getenv(envPostgres)
+	if base == "" {
+		t.Skipf("set %s (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the store suite on PostgreSQL", envPostgres)
+	}
+	admin := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(base)))
+	t.Cleanup(func() { _ = admin.Close() })
+	require.NoError(t, admin.PingContext(context.Background()), "connect to %s", envPostgres)
+
+	runSuite(t, func(t *testing.T) string {
+		name := "cronix_t_" + randomHex(t)
+		ctx := context.Background()
+		_, err := admin.ExecContext(ctx, "CREATE SCHEMA "+name)
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			_, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+name+" CASCADE")
+			require.NoError(t, err)
+		})
+		u, err := url.Parse(base)
+		require.NoError(t, err)
+		q := u.Query()
+		q.Set("search_path", name)
+		u.RawQuery = q.Encode()
+		return u.String()
+	})
+}
+
+func TestMySQL(t *testing.T) {
+	t.Parallel()
+	base := os.Getenv(envMySQL)
+	if base == "" {
+		t.Skipf("set %s (e.g. mysql://root@tcp(127.0.0.1:3306)/test?parseTime=true) to run the store suite on MySQL/MariaDB", envMySQL)
+	}
+	cfg, err := mysql.ParseDSN(strings.TrimPrefix(base, "mysql://"))
+	require.NoError(t, err)
+	connector, err := mysql.NewConnector(cfg)
+	require.NoError(t, err)
+	admin := sql.OpenDB(connector)
+	t.Cleanup(func() { _ = admin.Close() })
+	require.NoError(t, admin.PingContext(context.Background()), "connect to %s", envMySQL)
+
+	runSuite(t, func(t *testing.T) string {
+		name := "cronix_t_" + randomHex(t)
+		ctx := context.Background()
+		_, err := admin.ExecContext(ctx, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4")
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			_, err := admin.ExecContext(context.Background(), "DROP DATABASE "+name)
+			require.NoError(t, err)
+		})
+		c := cfg.Clone()
+		c.DBName = name
+		return "mysql://" + c.FormatDSN()
+	})
+}
+
+func randomHex(t *testing.T) string {
+	var b [6]byte
+	_, err := rand.Read(b[:])
+	require.NoError(t, err)
+	return hex.EncodeToString(b[:])
+}
+
+func TestOpenRejectsBadDSN(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, dsn := range []string{
+		"",
+		"mongodb://localhost/x",
+		"mysql://not a dsn",
+		"postgres://%zz",
+	} {
+		s, err := store.Open(ctx, dsn)
+		require.Error(t, err, dsn)
+		require.Nil(t, s, dsn)
+	}
+}

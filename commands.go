@@ -323,7 +323,9 @@ func runPlugin(args []string) error {
 	if !ok {
 		return fmt.Errorf("unknown built-in plugin %q (have %s)", args[0], strings.Join(builtinNames(), ", "))
 	}
-	pluginapi.Serve(h())
+	if err := pluginapi.Serve(h()); err != nil {
+		return fmt.Errorf("plugin %s: %w (plugins are started by 'cronix node', not by hand)", args[0], err)
+	}
 	return nil
 }
 

@@ -17,6 +17,11 @@
 // process. Package plugintest runs a handler over real gRPC in-process and
 // checks the contract below.
 //
+// Inside a plugin, stdout belongs to the handshake: log with Logger (JSON
+// lines on stderr that the node relogs under the plugin's name), and start
+// child processes with ProcessEnv so they do not inherit the handshake
+// variables.
+//
 // # What the SDK guarantees
 //
 //   - Protocol: go-plugin, gRPC only, handshake Handshake (magic cookie

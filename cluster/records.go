@@ -98,7 +98,45 @@ type JobConfig struct {
 	Params         json.RawMessage `json:"params,omitempty"`
 	TimeoutSeconds int             `json:"timeout_seconds"`
 	Revision       int64           `json:"revision"`
+	// RetryCount is how many times a failed run is retried on the node.
+	RetryCount int `json:"retry_count,omitempty"`
+	// RetryIntervalSeconds is the pause between attempts; 0 = growing backoff.
+	RetryIntervalSeconds int `json:"retry_interval_seconds,omitempty"`
+	// BlockStrategy says what the node does with a fire while the job still
+	// runs: BlockSerial (default), BlockDiscardLater or BlockCoverEarly.
+	BlockStrategy string `json:"block_strategy,omitempty"`
 }
+
+// Block strategies (seed 001): what a node does with a new fire of a job that
+// is still running there.
+const (
+	BlockSerial       = "SERIAL_EXECUTION" // queue it behind the running one
+	BlockDiscardLater = "DISCARD_LATER"    // record the new fire as skipped
+	BlockCoverEarly   = "COVER_EARLY"      // kill the running one, run the new one
+)
+
+// Route strategies (seed 001): how the leader picks the node(s) of a fire
+// among the live nodes of the job's group.
+const (
+	RouteFirst              = "FIRST"
+	RouteLast               = "LAST"
+	RouteRound              = "ROUND"
+	RouteRandom             = "RANDOM"
+	RouteConsistentHash     = "CONSISTENT_HASH"
+	RouteLeastFrequentlyUse = "LEAST_FREQUENTLY_USED"
+	RouteLeastRecentlyUsed  = "LEAST_RECENTLY_USED"
+	RouteFailover           = "FAILOVER"
+	RouteBusyover           = "BUSYOVER"
+	RouteShardingBroadcast  = "SHARDING_BROADCAST"
+)
+
+// Misfire policies: what the leader does with fires that fell due while no
+// leader ran.
+const (
+	MisfireDoNothing   = "DO_NOTHING"    // record them as skipped
+	MisfireFireOnceNow = "FIRE_ONCE_NOW" // one fire now for the latest missed time (default)
+	MisfireCatchUp     = "CATCH_UP"      // every missed fire, bounded per job
+)
 
 // Dispatch is the value of /Cronix/run/<node>/<fire_id>: one fire for one node.
 type Dispatch struct {
@@ -110,6 +148,9 @@ type Dispatch struct {
 	// Term is the raft term of the leader that dispatched it.
 	Term uint64    `json:"term"`
 	Job  JobConfig `json:"job"`
+	// ShardIndex and ShardTotal are set for SHARDING_BROADCAST (index counts from 0).
+	ShardIndex int `json:"shard_index,omitempty"`
+	ShardTotal int `json:"shard_total,omitempty"`
 }
 
 // RunResult is what a node reports about a fire. Reports are idempotent by
@@ -127,6 +168,8 @@ type RunResult struct {
 	Output          string     `json:"output"`
 	OutputTruncated bool       `json:"output_truncated"`
 	Message         string     `json:"message,omitempty"`
+	// Attempt is the number of attempts made so far (1 = no retry yet).
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // ResultBatch is the body of POST /api/v1/internal/results (node → server).

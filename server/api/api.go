@@ -77,6 +77,8 @@ type Config struct {
 	// UI serves "/" and every path outside /api and /healthz; nil serves a
 	// short HTML page at "/".
 	UI http.Handler
+	// Compat serves the xxl-job-compatible admin API (/jobinfo/*, /jobgroup/*); nil = not served.
+	Compat http.Handler
 }
 
 // Validate reports a missing required field.
@@ -145,6 +147,10 @@ func New(cfg Config) http.Handler {
 			router.ServeHTTP(w, r)
 			return
 		}
+		if cfg.Compat != nil && (strings.HasPrefix(p, "/jobinfo/") || strings.HasPrefix(p, "/jobgroup/")) {
+			cfg.Compat.ServeHTTP(w, r)
+			return
+		}
 		ui.ServeHTTP(w, r)
 	})
 	return s.logRequests(front)
@@ -170,6 +176,12 @@ func (s *server) routes() *mux.Router {
 	r.Handle(v1+"/jobs/{id:[0-9]+}/runs", s.user(MaxBodyBytes, s.listRuns)).Methods(http.MethodGet)
 	r.Handle(v1+"/runs/{id:[0-9]+}", s.user(MaxBodyBytes, s.getRun)).Methods(http.MethodGet)
 	r.Handle(v1+"/nodes", s.user(MaxBodyBytes, s.listNodes)).Methods(http.MethodGet)
+
+	// Route groups kept in their own files.
+	s.scheduleRoutes(r, v1)   // schedules.go: schedule preview
+	s.handlerRoutes(r, v1)    // handlers.go: handler list with params schemas
+	s.runControlRoutes(r, v1) // runcontrol.go: kill, live output, node system info
+	s.groupRoutes(r, v1)      // groups.go: groups CRUD
 
 	r.Handle(v1+"/internal/results", s.body(MaxResultBodyBytes, s.node(s.postResults))).Methods(http.MethodPost)
 	return r

@@ -53,9 +53,26 @@ type Job struct {
 	Enabled        bool
 	Description    string
 	Author         string
-	Revision       int64 // starts at 1, bumped by every update
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// RouteStrategy is a cluster.Route* name ("" = FIRST... see the API default).
+	RouteStrategy string
+	// BlockStrategy is a cluster.Block* name.
+	BlockStrategy string
+	// MisfirePolicy is a cluster.Misfire* name.
+	MisfirePolicy string
+	// MisfireMaxCatchUp bounds CATCH_UP fires per job (0 = the server default).
+	MisfireMaxCatchUp int
+	// RetryCount and RetryIntervalSeconds: node-side retries of a failed run.
+	RetryCount           int
+	RetryIntervalSeconds int
+	// AlarmEmails receive failure alerts.
+	AlarmEmails []string
+	// ChildJobIDs fire when a run of this job succeeds.
+	ChildJobIDs []int64
+	// NodeUUID pins the job to one node (seed 002 "single node" scope); "" = route in the group.
+	NodeUUID  string
+	Revision  int64 // starts at 1, bumped by every update
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Run is one fire of a job on one target, unique by FireID.
@@ -74,6 +91,9 @@ type Run struct {
 	Output          string
 	OutputTruncated bool
 	Message         string
+	Attempt         int // attempts made (1 = no retry)
+	ShardIndex      int
+	ShardTotal      int
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 }

@@ -10,6 +10,7 @@ HTTP_ADDR ?= 127.0.0.1:8080
 BENCH_JOBS ?= 1000
 BENCH_SECONDS ?= 60
 GOLANGCI_VERSION ?= v2.6.2
+FUZZ_TIME ?= 15s
 
 .PHONY: help build run test test-race bench lint fmt clean docs
 
@@ -22,9 +23,10 @@ build: ## build bin/cronix
 run: build ## start Cronix standalone (embedded etcd, SQLite, one server, one node) with data in ./data
 	$(BIN) standalone --data-dir $(DATA_DIR) --http-addr $(HTTP_ADDR)
 
-test: ## vet, then every test with the race detector (store suite on PostgreSQL/MySQL when CRONIX_TEST_*_DSN are set)
+test: ## vet, every test with the race detector (store suite on PostgreSQL/MySQL when CRONIX_TEST_*_DSN are set), then a bounded fuzz of the schedule parser
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -run '^$$' -fuzz=FuzzParse -fuzztime=$(FUZZ_TIME) ./server/schedule/
 
 bench: build ## fire BENCH_JOBS jobs every second for BENCH_SECONDS s in standalone; writes docs/benchmarks.md
 	$(GO) run ./bench/firebench --binary $(BIN) --jobs $(BENCH_JOBS) --seconds $(BENCH_SECONDS) --out docs/benchmarks.md

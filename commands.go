@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +23,8 @@ import (
 	"github.com/cronix/cronix/node"
 	"github.com/cronix/cronix/node/pluginhost"
 	"github.com/cronix/cronix/pluginapi"
+	cmdplugin "github.com/cronix/cronix/plugins/cmd"
+	httpplugin "github.com/cronix/cronix/plugins/http"
 	"github.com/cronix/cronix/plugins/shell"
 	"github.com/cronix/cronix/server"
 	"github.com/cronix/cronix/server/embedetcd"
@@ -44,6 +47,7 @@ func defaultCommon() commonConfig {
 // standaloneConfig configures "cronix standalone".
 type standaloneConfig struct {
 	commonConfig
+	pluginConfig
 	// DataDir holds etcd, SQLite, raft and node state.
 	DataDir string `flag:"data-dir" env:"CRONIX_DATA_DIR" yaml:"data_dir" help:"directory for etcd, SQLite, raft and node data"`
 	// HTTPAddr is where the API and UI listen.
@@ -80,9 +84,22 @@ type serverConfig struct {
 	DispatchMaxOps int      `flag:"dispatch-max-ops" env:"CRONIX_DISPATCH_MAX_OPS" yaml:"dispatch_max_ops" help:"most operations per etcd transaction (etcd's --max-txn-ops)"`
 }
 
+// pluginConfig configures a node's plugins (in "cronix node" and "cronix standalone").
+type pluginConfig struct {
+	// PluginDir holds third-party plugin binaries named cronix-plugin-*.
+	PluginDir string `flag:"plugin-dir" env:"CRONIX_PLUGIN_DIR" yaml:"plugin_dir" help:"directory of third-party plugin binaries (cronix-plugin-*); each needs its checksum in --plugin-checksums"`
+	// PluginChecksums pin the plugin dir's binaries: name=sha256hex entries.
+	PluginChecksums []string `flag:"plugin-checksums" env:"CRONIX_PLUGIN_CHECKSUMS" yaml:"plugin_checksums" help:"comma-separated name=sha256 of the plugin dir's binaries (e.g. notify=9f86d0...); a binary without a matching checksum is not loaded"`
+	// HTTPAllowLoopback lets the http handler reach loopback addresses.
+	HTTPAllowLoopback bool `flag:"http-allow-loopback" env:"CRONIX_HTTP_ALLOW_LOOPBACK" yaml:"http_allow_loopback" help:"let the http handler connect to loopback addresses (127.0.0.0/8, ::1)"`
+	// HTTPAllowPrivate lets the http handler reach private addresses.
+	HTTPAllowPrivate bool `flag:"http-allow-private" env:"CRONIX_HTTP_ALLOW_PRIVATE" yaml:"http_allow_private" help:"let the http handler connect to private addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7)"`
+}
+
 // nodeConfig configures "cronix node".
 type nodeConfig struct {
 	commonConfig
+	pluginConfig
 	DataDir       string        `flag:"data-dir" env:"CRONIX_DATA_DIR" yaml:"data_dir" help:"directory for the node's uuid and result spool"`
 	EtcdEndpoints []string      `flag:"etcd-endpoints" env:"CRONIX_ETCD_ENDPOINTS" yaml:"etcd_endpoints" help:"comma-separated etcd client URLs"`
 	Group         string        `flag:"group" env:"CRONIX_NODE_GROUP" yaml:"group" help:"group (appname) this node serves"`
@@ -193,7 +210,8 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 	nd, err := node.New(node.Config{
 		DataDir: filepath.Join(dataDir, "node"), Group: cfg.NodeGroup, Keys: keys, NodeToken: token,
 		ServerURLs: []string{srv.URL()}, ListenAddr: "127.0.0.1:0", OutputCap: cfg.OutputCap,
-		Plugins: builtinPlugins(exe), Version: buildinfo.String(), Logger: log,
+		Plugins: builtinPlugins(exe, cfg.pluginConfig), PluginDir: cfg.PluginDir, PluginChecksums: cfg.PluginChecksums,
+		Version: buildinfo.String(), Logger: log,
 	}, cli)
 	if err != nil {
 		return err
@@ -284,8 +302,8 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 	nd, err := node.New(node.Config{
 		DataDir: cfg.DataDir, Group: cfg.Group, Keys: cluster.NewKeys(cfg.EtcdRoot), NodeToken: cfg.NodeToken,
 		ServerURLs: cfg.ServerURLs, ListenAddr: cfg.ListenAddr, AdvertiseIP: cfg.AdvertiseIP,
-		OutputCap: cfg.OutputCap, LeaseTTL: cfg.LeaseTTL, Plugins: builtinPlugins(exe),
-		Version: buildinfo.String(), Logger: log,
+		OutputCap: cfg.OutputCap, LeaseTTL: cfg.LeaseTTL, Plugins: builtinPlugins(exe, cfg.pluginConfig),
+		PluginDir: cfg.PluginDir, PluginChecksums: cfg.PluginChecksums, Version: buildinfo.String(), Logger: log,
 	}, cli)
 	if err != nil {
 		return err
@@ -300,19 +318,29 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 }
 
 // builtinPlugins are the handlers shipped in this binary, each started as
-// "cronix plugin NAME" and pinned to this binary's checksum.
-func builtinPlugins(exe string) []pluginhost.Spec {
+// "cronix plugin NAME" and pinned to this binary's checksum; pc passes the
+// http handler its destination guard settings.
+func builtinPlugins(exe string, pc pluginConfig) []pluginhost.Spec {
 	sum, _ := fileSHA256(exe) // empty on error: the host then loads without a checksum check
 	specs := make([]pluginhost.Spec, 0, len(builtins))
 	for name := range builtins {
-		specs = append(specs, pluginhost.Spec{Name: name, Cmd: []string{exe, "plugin", name}, SHA256: sum})
+		spec := pluginhost.Spec{Name: name, Cmd: []string{exe, "plugin", name}, SHA256: sum}
+		if name == httpplugin.Name {
+			spec.Env = []string{
+				httpplugin.EnvAllowLoopback + "=" + strconv.FormatBool(pc.HTTPAllowLoopback),
+				httpplugin.EnvAllowPrivate + "=" + strconv.FormatBool(pc.HTTPAllowPrivate),
+			}
+		}
+		specs = append(specs, spec)
 	}
 	return specs
 }
 
 // builtins maps a built-in plugin's name to its handler.
 var builtins = map[string]func() pluginapi.Handler{
-	"shell": shell.New,
+	shell.Name:      shell.New,
+	cmdplugin.Name:  cmdplugin.New,
+	httpplugin.Name: httpplugin.New,
 }
 
 func runPlugin(args []string) error {

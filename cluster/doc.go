@@ -17,6 +17,11 @@
 //	/Cronix/signal/job/<job_id>               job revision (decimal); any replica after a SQL write of the job,
 //	                                          so the leader reloads it; removed with the job
 //	/Cronix/proc/<node_uuid>/<job_id>/<pid>   ProcInfo JSON; node, under its lease, for long runs
+//	                                          (<pid> is the agent's per-process run number; Killed=true asks the node to kill it)
+//	/Cronix/kill/<node_uuid>/<fire_id>        ""; a replica asking to kill a fire without a proc key, under a 60s lease;
+//	                                          the node deletes it once acted on
+//	/Cronix/handler/<name>/<node_uuid>        HandlerInfo JSON (name, version, description, params schema); node, under
+//	                                          its own lease, for every loaded handler; servers read schemas from it
 //	/Cronix/lock/<name>                       ""; any module; holder or lease expiry
 //	/Cronix/system/switch/<node_uuid>         request marker; a replica asking for node info
 //	/Cronix/system/get/<node_uuid>            system info JSON; node, under a 5-minute lease

@@ -76,6 +76,23 @@ func (k Keys) RunPrefix(nodeUUID string) string { return k.root() + "/run/" + no
 // Run is the key of one dispatched fire on one node.
 func (k Keys) Run(nodeUUID, fireID string) string { return k.RunPrefix(nodeUUID) + fireID }
 
+// RunRoot is the directory of the runs dispatched to every node (the parent
+// of every RunPrefix); the leader watches it to learn when runs end.
+func (k Keys) RunRoot() string { return k.root() + "/run/" }
+
+// ParseRunKey splits a key built by Run into its node uuid and fire id.
+func (k Keys) ParseRunKey(key string) (nodeUUID, fireID string, err error) {
+	rest, ok := strings.CutPrefix(key, k.RunRoot())
+	if !ok {
+		return "", "", fmt.Errorf("cluster: %q is not a run key under %s", key, k.RunRoot())
+	}
+	node, fire, ok := strings.Cut(rest, "/")
+	if !ok || node == "" || fire == "" || strings.Contains(fire, "/") {
+		return "", "", fmt.Errorf("cluster: malformed run key %q", key)
+	}
+	return node, fire, nil
+}
+
 // Leader is the fence key: the current trigger leader's term and id.
 func (k Keys) Leader() string { return k.root() + "/leader" }
 
@@ -96,10 +113,52 @@ func (k Keys) JobSignal(jobID int64) string {
 // ProcPrefix is the directory of running processes on one node.
 func (k Keys) ProcPrefix(nodeUUID string) string { return k.root() + "/proc/" + nodeUUID + "/" }
 
+// ProcRoot is the directory of the running processes of every node (the
+// parent of every ProcPrefix).
+func (k Keys) ProcRoot() string { return k.root() + "/proc/" }
+
+// ParseProcKey splits a key built by Proc into its node uuid, job id and pid.
+func (k Keys) ParseProcKey(key string) (nodeUUID string, jobID int64, pid int, err error) {
+	rest, ok := strings.CutPrefix(key, k.ProcRoot())
+	if !ok {
+		return "", 0, 0, fmt.Errorf("cluster: %q is not a proc key under %s", key, k.ProcRoot())
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 || parts[0] == "" {
+		return "", 0, 0, fmt.Errorf("cluster: malformed proc key %q", key)
+	}
+	if jobID, err = strconv.ParseInt(parts[1], 10, 64); err != nil {
+		return "", 0, 0, fmt.Errorf("cluster: proc key %q has no job id: %w", key, err)
+	}
+	if pid, err = strconv.Atoi(parts[2]); err != nil {
+		return "", 0, 0, fmt.Errorf("cluster: proc key %q has no pid: %w", key, err)
+	}
+	return parts[0], jobID, pid, nil
+}
+
 // Proc is the key of one running process.
 func (k Keys) Proc(nodeUUID string, jobID int64, pid int) string {
 	return fmt.Sprintf("%s%d/%d", k.ProcPrefix(nodeUUID), jobID, pid)
 }
+
+// KillPrefix is the directory of kill requests for runs on one node.
+func (k Keys) KillPrefix(nodeUUID string) string { return k.root() + "/kill/" + nodeUUID + "/" }
+
+// Kill is the key asking a node to kill one fire that has no proc key yet
+// (still queued, or younger than the proc threshold). A replica writes it
+// under a short lease; the node deletes it once it acted on it.
+func (k Keys) Kill(nodeUUID, fireID string) string { return k.KillPrefix(nodeUUID) + fireID }
+
+// HandlerPrefix is the directory of every handler description published
+// by nodes.
+func (k Keys) HandlerPrefix() string { return k.root() + "/handler/" }
+
+// HandlerNamePrefix is the directory of one handler's descriptions, one
+// per node offering it.
+func (k Keys) HandlerNamePrefix(name string) string { return k.HandlerPrefix() + name + "/" }
+
+// Handler is the key of one handler's description published by one node.
+func (k Keys) Handler(name, nodeUUID string) string { return k.HandlerNamePrefix(name) + nodeUUID }
 
 // Lock is the key of a named distributed lock.
 func (k Keys) Lock(name string) string { return k.root() + "/lock/" + name }

@@ -42,6 +42,12 @@ func FireID(jobID int64, scheduled time.Time) string {
 	return strconv.FormatInt(jobID, 10) + "-" + strconv.FormatInt(scheduled.UnixMilli(), 10)
 }
 
+// ShardFireID is the id of one shard of a SHARDING_BROADCAST fire:
+// FireID(jobID, scheduled) + "-s<index>" (index counts from 0).
+func ShardFireID(jobID int64, scheduled time.Time, index int) string {
+	return FireID(jobID, scheduled) + "-s" + strconv.Itoa(index)
+}
+
 // ManualFireID is the id of a "run once now" fire: "<job_id>-m<etcd mod revision>".
 func ManualFireID(jobID int64, modRevision int64) string {
 	return strconv.FormatInt(jobID, 10) + "-m" + strconv.FormatInt(modRevision, 10)
@@ -54,6 +60,17 @@ func JobIDOfFire(fireID string) (int64, error) {
 		return 0, fmt.Errorf("cluster: malformed fire id %q", fireID)
 	}
 	return strconv.ParseInt(fireID[:i], 10, 64)
+}
+
+// HandlerInfo is the value of /Cronix/handler/<name>/<node_uuid>: a
+// handler's description as one node's plugin reported it.
+type HandlerInfo struct {
+	Name         string          `json:"name"`
+	Version      string          `json:"version"`
+	Description  string          `json:"description,omitempty"`
+	ParamsSchema json.RawMessage `json:"params_schema,omitempty"`
+	// Node is the uuid of the publishing node.
+	Node string `json:"node"`
 }
 
 // PluginInfo names one handler a node offers.
@@ -224,4 +241,34 @@ func ParseLeaderValue(v string) (term uint64, serverID string, err error) {
 		return 0, "", fmt.Errorf("cluster: malformed leader term in %q: %w", v, err)
 	}
 	return term, id, nil
+}
+
+// SystemInfo is the value of /Cronix/system/get/<node>: what a node reports
+// about its machine when asked through /Cronix/system/switch/<node>.
+type SystemInfo struct {
+	Node          string      `json:"node"`
+	Hostname      string      `json:"hostname"`
+	OS            string      `json:"os"`
+	Platform      string      `json:"platform,omitempty"`
+	UptimeSeconds uint64      `json:"uptime_seconds"`
+	CollectedAt   time.Time   `json:"collected_at"`
+	CPUCount      int         `json:"cpu_count"`
+	CPUPercent    float64     `json:"cpu_percent"`
+	MemoryTotal   uint64      `json:"memory_total"`
+	MemoryUsed    uint64      `json:"memory_used"`
+	MemoryPercent float64     `json:"memory_percent"`
+	Load1         float64     `json:"load1"`
+	Load5         float64     `json:"load5"`
+	Load15        float64     `json:"load15"`
+	Disks         []DiskUsage `json:"disks"`
+	Errors        []string    `json:"errors,omitempty"`
+}
+
+// DiskUsage is the usage of the file system holding Path.
+type DiskUsage struct {
+	Path        string  `json:"path"`
+	Total       uint64  `json:"total"`
+	Used        uint64  `json:"used"`
+	Free        uint64  `json:"free"`
+	UsedPercent float64 `json:"used_percent"`
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/node/agent"
 	"github.com/cronix/cronix/node/pluginhost"
+	"github.com/cronix/cronix/node/sysinfo"
 )
 
 // Config configures a node.
@@ -44,8 +45,14 @@ type Config struct {
 	OutputCap int
 	// LeaseTTL is the registration lease TTL.
 	LeaseTTL time.Duration
-	// Plugins are the handler plugins to start.
+	// Plugins are the handler plugins to start (the built-ins).
 	Plugins []pluginhost.Spec
+	// PluginDir, when set, is scanned for third-party plugin binaries named
+	// cronix-plugin-*; each is loaded only if its SHA-256 is in
+	// PluginChecksums (see pluginhost.DirSpecs).
+	PluginDir string
+	// PluginChecksums are "name=sha256hex" entries for PluginDir's binaries.
+	PluginChecksums []string
 	// Version is registered with the node.
 	Version string
 	// Logger receives the node's logs.
@@ -59,7 +66,9 @@ type Node struct {
 	log   *slog.Logger
 	uuid  string
 	host  *pluginhost.Host
+	pub   *pluginhost.Publisher
 	agent *agent.Agent
+	sys   *sysinfo.Responder
 	http  *http.Server
 	wg    sync.WaitGroup
 	once  sync.Once
@@ -99,7 +108,11 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			n.Stop()
 		}
 	}()
-	n.host = pluginhost.New(n.cfg.Logger, n.cfg.Plugins)
+	specs, err := n.pluginSpecs()
+	if err != nil {
+		return err
+	}
+	n.host = pluginhost.New(n.cfg.Logger, specs)
 	if err := n.host.Start(ctx); err != nil {
 		return fmt.Errorf("node: plugins: %w", err)
 	}
@@ -136,6 +149,21 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if err := n.agent.Start(ctx); err != nil {
 		return fmt.Errorf("node: agent: %w", err)
 	}
+	n.pub = pluginhost.NewPublisher(n.etcd, n.cfg.Keys, n.uuid, n.cfg.LeaseTTL, n.host.Infos, n.cfg.Logger)
+	if err := n.pub.Start(ctx); err != nil {
+		return fmt.Errorf("node: handlers: %w", err)
+	}
+	// Live output of running fires, for the servers' /api/v1/runs/{id}/output.
+	mux.Handle("GET "+agent.OutputPath, n.agent.OutputHandler(n.cfg.NodeToken))
+	n.sys, err = sysinfo.NewResponder(sysinfo.Config{
+		NodeUUID: n.uuid, Keys: n.cfg.Keys, Disks: []string{n.cfg.DataDir}, Logger: n.cfg.Logger,
+	}, n.etcd)
+	if err != nil {
+		return fmt.Errorf("node: sysinfo: %w", err)
+	}
+	if err := n.sys.Start(ctx); err != nil {
+		return fmt.Errorf("node: sysinfo: %w", err)
+	}
 	n.log.Info("node started", "group", n.cfg.Group, "handlers", n.host.Handlers())
 	return nil
 }
@@ -144,6 +172,9 @@ func (n *Node) Start(ctx context.Context) (err error) {
 // flushes results and stops the plugins. Idempotent.
 func (n *Node) Stop() {
 	n.once.Do(func() {
+		if n.sys != nil {
+			n.sys.Stop()
+		}
 		if n.agent != nil {
 			n.agent.Stop()
 		}
@@ -157,6 +188,24 @@ func (n *Node) Stop() {
 		}
 		n.wg.Wait()
 	})
+}
+
+// pluginSpecs are the built-in plugins plus the checksum-pinned ones of
+// the plugin dir.
+func (n *Node) pluginSpecs() ([]pluginhost.Spec, error) {
+	specs := append([]pluginhost.Spec(nil), n.cfg.Plugins...)
+	if n.cfg.PluginDir == "" {
+		return specs, nil
+	}
+	sums, err := pluginhost.ParseChecksums(n.cfg.PluginChecksums)
+	if err != nil {
+		return nil, fmt.Errorf("node: --plugin-checksums: %w", err)
+	}
+	dir, err := pluginhost.DirSpecs(n.cfg.Logger, n.cfg.PluginDir, sums)
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	return append(specs, dir...), nil
 }
 
 func loadUUID(path string) (string, error) {

@@ -24,6 +24,11 @@ type Request struct {
 	Params      json.RawMessage // the job's params object
 	ScheduledAt time.Time
 	Attempt     int // 1 for the first attempt
+	// ShardIndex and ShardTotal describe this run's shard of a
+	// SHARDING_BROADCAST fire: the index counts from 0 and ShardTotal is the
+	// number of shards. Both are 0 when the job is not sharded.
+	ShardIndex int
+	ShardTotal int
 }
 
 // Status is the outcome a handler reports.

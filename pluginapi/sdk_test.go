@@ -81,7 +81,7 @@ func TestInfoAndRequestCrossTheWire(t *testing.T) {
 
 	req := pluginapi.Request{
 		FireID: "42-1700000000", JobID: 42, JobName: "nightly", Params: json.RawMessage(`{"x":"y"}`),
-		ScheduledAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Attempt: 3,
+		ScheduledAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Attempt: 3, ShardIndex: 2, ShardTotal: 5,
 	}
 	res, err := h.Run(t.Context(), req, io.Discard)
 	require.NoError(t, err)

@@ -44,6 +44,8 @@ func requestToWire(r Request) *wire.RunRequest {
 		Params:              r.Params,
 		ScheduledAtUnixNano: at,
 		Attempt:             int32(r.Attempt),
+		ShardIndex:          int32(r.ShardIndex),
+		ShardTotal:          int32(r.ShardTotal),
 	}
 }
 
@@ -59,6 +61,8 @@ func requestFromWire(w *wire.RunRequest) Request {
 		Params:      w.GetParams(),
 		ScheduledAt: at,
 		Attempt:     int(w.GetAttempt()),
+		ShardIndex:  int(w.GetShardIndex()),
+		ShardTotal:  int(w.GetShardTotal()),
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/server/api"
 	"github.com/cronix/cronix/server/auth"
+	"github.com/cronix/cronix/server/compat"
 	"github.com/cronix/cronix/server/dispatch"
 	"github.com/cronix/cronix/server/raftha"
 	"github.com/cronix/cronix/server/scheduler"
@@ -132,6 +133,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	handler := api.New(api.Config{
 		Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, Location: s.cfg.Location,
 		NodeToken: s.cfg.NodeToken, Logger: s.cfg.Logger, UI: ui.Handler(),
+		Compat: compat.New(compat.Config{Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys,
+			Location: s.cfg.Location, Logger: s.cfg.Logger}),
 	})
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	s.wg.Add(1)

@@ -51,6 +51,13 @@ type Agent struct {
 	active  map[string]struct{} // fires running now
 	unacked map[string]struct{} // fires finished whose run keys still exist
 	recent  *recentSet          // fires whose run keys this process deleted
+	// lanes holds, per job, the fire running on this node and the fires
+	// queued behind it (block strategies); execs indexes them by fire id.
+	lanes        map[int64]*lane
+	execs        map[string]*execution
+	pendingKills map[string]time.Time // kill requests for fires not taken yet
+	runSeq       int                  // last run number handed out
+	draining     bool                 // Stop began: queued fires are not started
 
 	runCtx    context.Context // parent of every run; cancelled when Stop gives up waiting
 	runCancel context.CancelFunc
@@ -58,6 +65,9 @@ type Agent struct {
 
 	intakeCancel context.CancelFunc
 	intakeDone   chan struct{}
+
+	controlCancel context.CancelFunc
+	controlDone   chan struct{}
 }
 
 const (
@@ -88,6 +98,10 @@ func New(cfg Config, etcd *clientv3.Client, runner Runner) (*Agent, error) {
 		active:  map[string]struct{}{},
 		unacked: map[string]struct{}{},
 		recent:  newRecentSet(recentDoneSize),
+
+		lanes:        map[int64]*lane{},
+		execs:        map[string]*execution{},
+		pendingKills: map[string]time.Time{},
 	}
 	a.servers = newServerSet(etcd, cfg.ServerURLs, log)
 	a.reporter = &reporter{
@@ -161,6 +175,10 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	if err := a.reg.start(ctx); err != nil {
 		return err
 	}
+	cctx, ccancel := context.WithCancel(context.WithoutCancel(ctx))
+	a.controlCancel = ccancel
+	a.controlDone = make(chan struct{})
+	go a.control(cctx)
 	ictx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	a.intakeCancel = cancel
 	a.intakeDone = make(chan struct{})
@@ -194,11 +212,19 @@ func (a *Agent) shutdown() {
 		}
 		cancel()
 	}
+	a.mu.Lock()
+	a.draining = true
+	a.mu.Unlock()
 	if a.intakeCancel != nil {
 		a.intakeCancel()
 		<-a.intakeDone
 	}
+	a.dropQueued()
 	a.waitRuns()
+	if a.controlCancel != nil {
+		a.controlCancel()
+		<-a.controlDone
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.FlushTimeout)
 	a.reporter.stop(ctx)
 	cancel()
@@ -210,6 +236,22 @@ func (a *Agent) shutdown() {
 	}
 	if a.runCancel != nil {
 		a.runCancel()
+	}
+}
+
+// dropQueued forgets the fires queued behind a running one of their job:
+// they were not started, and their run keys stay for the next process.
+func (a *Agent) dropQueued() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, ln := range a.lanes {
+		for _, w := range ln.waiting {
+			delete(a.execs, w.d.FireID)
+			delete(a.active, w.d.FireID)
+			w.cancel(nil)
+			w.out.Close()
+		}
+		ln.waiting = nil
 	}
 }
 

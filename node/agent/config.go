@@ -24,6 +24,12 @@ const (
 	DefaultShutdownGrace  = 10 * time.Second
 	DefaultFlushTimeout   = 5 * time.Second
 	DefaultMaxTxnOps      = 8192
+	DefaultProcThreshold  = time.Second
+	// DefaultRetryBackoffBase is the first pause of the growing retry
+	// backoff (used when a job sets no retry interval): base, 2×base, 4×base…
+	DefaultRetryBackoffBase = time.Second
+	// DefaultRetryBackoffMax caps the growing retry backoff.
+	DefaultRetryBackoffMax = 60 * time.Second
 )
 
 // Node statuses written in NodeInfo.Status.
@@ -81,6 +87,16 @@ type Config struct {
 	// RunningAfter is how long a run goes on before a "running" report is
 	// sent for it; default 1s. Shorter runs only report their end.
 	RunningAfter time.Duration
+	// ProcThreshold is how long a run goes on before it registers its proc
+	// key (/Cronix/proc/<node>/<job>/<run number>) so it can be listed and
+	// killed through etcd; default 1s. Shorter runs cost no etcd write.
+	ProcThreshold time.Duration
+	// RetryBackoffBase is the first pause between attempts of a job whose
+	// RetryIntervalSeconds is 0; each later pause doubles, up to
+	// RetryBackoffMax. Default 1s.
+	RetryBackoffBase time.Duration
+	// RetryBackoffMax caps the growing retry pause; default 60s.
+	RetryBackoffMax time.Duration
 	// ShutdownGrace is how long Stop lets running fires finish before it
 	// cancels them (they are then reported "killed"); default 10s.
 	ShutdownGrace time.Duration
@@ -125,6 +141,15 @@ func (c Config) withDefaults() Config {
 	if c.RunningAfter == 0 {
 		c.RunningAfter = DefaultRunningAfter
 	}
+	if c.ProcThreshold == 0 {
+		c.ProcThreshold = DefaultProcThreshold
+	}
+	if c.RetryBackoffBase == 0 {
+		c.RetryBackoffBase = DefaultRetryBackoffBase
+	}
+	if c.RetryBackoffMax == 0 {
+		c.RetryBackoffMax = DefaultRetryBackoffMax
+	}
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = DefaultShutdownGrace
 	}
@@ -166,6 +191,8 @@ func (c Config) Validate() error {
 	}{
 		{"ReportInterval", c.ReportInterval}, {"RunningAfter", c.RunningAfter},
 		{"ShutdownGrace", c.ShutdownGrace}, {"FlushTimeout", c.FlushTimeout},
+		{"ProcThreshold", c.ProcThreshold}, {"RetryBackoffBase", c.RetryBackoffBase},
+		{"RetryBackoffMax", c.RetryBackoffMax},
 	} {
 		if f.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s %s must be positive", f.name, f.v))

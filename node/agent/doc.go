@@ -10,11 +10,20 @@
 //	    ▼
 //	dedupe by fire id ──(already running / finished / recently deleted)──► ignored
 //	    │                                       (a recently deleted fire's new key is deleted again)
+//	    ▼  block strategy, per job id (lane):
+//	    │    job idle ─────────────► runs now
+//	    │    SERIAL_EXECUTION ─────► queued FIFO; takes the slot of the fire before it
+//	    │    DISCARD_LATER ────────► reported "skipped" at once
+//	    │    COVER_EARLY ──────────► running fire cancelled ("killed", "covered by <fire>"), new one next
 //	    ▼  wait for one of MaxConcurrent run slots
-//	Runner.Run(ctx with the job timeout, handler, request, capped output)
+//	attempt n: Runner.Run(ctx with the job timeout, handler, request n, capped output)
 //	    │  still going after RunningAfter (1s)? one "running" report
+//	    │  still going after ProcThreshold (1s)? PUT /Cronix/proc/<node>/<job>/<run no> (registration lease)
+//	    │  failed/timeout, n ≤ RetryCount, not permanent, not killed?
+//	    │      "--- attempt n+1/N (after …) ---" in the output, pause, "running" report, attempt n+1
 //	    ▼
-//	result: success | failed (exit code, message) | timeout | killed (shutdown)
+//	result: success | failed (exit code, message) | timeout | killed (request, cover, shutdown)
+//	    │  (Attempt = attempts made; proc key deleted)
 //	    │  reporter: queue (+ spool file), batch every ReportInterval or ReportBatch results
 //	    ▼
 //	POST <server>/api/v1/internal/results ──(error/non-200)──► keep, back off, try other servers
@@ -27,13 +36,16 @@
 //   - Each fire id is run at most once per agent process: a fire already
 //     running, finished, or whose run key this process deleted (a bounded
 //     recent set) is not run again, whatever the watch delivers.
+//
 //   - Results are delivered at least once, in the order they were produced.
 //     A result is dropped only when a server answered 200 for it; until then
 //     it is retried with backoff against every known server. The server
 //     stores results idempotently by fire id and never overwrites a final
 //     status, so a repeat is harmless.
+//
 //   - A run key is deleted only after the fire's final result was accepted
 //     by a server. A "running" report never deletes it.
+//
 //   - With SpoolDir set, queued results are fsynced to disk before each
 //     delivery attempt and forgotten only after their run keys are deleted,
 //     so a restart loses none that were synced, and their fires are not run
@@ -41,19 +53,53 @@
 //     not yet synced when the process died still has its run key, so the
 //     next process runs it again (at-most-once holds per process, not
 //     across a crash); the server keeps the first final result.
+//
 //   - A panic in the agent's code or an in-process Runner fails that fire;
 //     the node keeps going. Plugin crashes surface as Runner errors and are
 //     reported "failed" with the error text.
+//
 //   - The registration key lives under a lease; if the lease is lost (etcd
 //     outage, revocation) a new lease is granted and the node registers
 //     again. On Stop the node first advertises "draining", finishes (or after
 //     ShutdownGrace cancels) its runs, flushes results, then deletes its key
 //     and revokes its lease.
 //
+//   - Retries: a fire that fails or times out is run again up to
+//     JobConfig.RetryCount more times, after RetryIntervalSeconds or, when
+//     0, a pause growing from RetryBackoffBase (1s, 2s, 4s…) up to
+//     RetryBackoffMax (60s). A Runner error marked pluginapi.Permanent and a
+//     kill are never retried. Only the final result is terminal; output
+//     keeps every attempt's output with one marker line per retry, and
+//     RunResult.Attempt says how many attempts were made (0 for a fire that
+//     never ran: skipped, or killed while queued).
+//
+//   - Block strategies hold per job id on this node: at most one fire of a
+//     job runs at a time; SERIAL_EXECUTION (the default) runs the queued
+//     ones in dispatch order; a queued fire holds no run slot.
+//
+//   - Proc keys: a run going on longer than ProcThreshold has
+//     /Cronix/proc/<node>/<job_id>/<run no> (ProcInfo) under the
+//     registration lease, deleted when the run ends; shorter runs write
+//     nothing. The <pid> segment is the agent's per-process run number
+//     (plugins do not report child pids); ProcInfo.PID carries the same.
+//
+//   - Kill: setting Killed in a proc key, or putting /Cronix/kill/<node>/<fire>,
+//     kills the fire (cancels its handler's ctx; a queued fire is reported
+//     at once): it ends "killed" with message "killed by request". A kill
+//     key for a fire not taken yet is remembered (10 minutes), so the fire
+//     is reported killed without running when its dispatch arrives. The
+//     agent deletes kill keys it acted on.
+//
+//   - Live output: OutputHandler streams a held fire's output (what is kept
+//     under OutputCap) while it runs and ends with the run.
+//
 // # Not guaranteed
 //
-//   - Job retries and block strategies are not applied here yet: a fire runs
-//     one attempt (Request.Attempt is 1).
+//   - A proc key lives under the registration lease it was written under;
+//     if that lease is lost and the node registers again, the proc keys of
+//     runs in progress are gone until those runs end (they are not rewritten).
+//   - Fires queued behind a running fire of their job when Stop begins are
+//     not run by this process; their run keys stay for the next one.
 //   - Fires dispatched while the agent is stopped wait in etcd; whether they
 //     are run later or declared lost is the server's lost-run monitor's call.
 package agent

@@ -37,14 +37,28 @@ import (
 //	big    writes params.bytes bytes and succeeds
 //	block  waits until released (or ctx is done), then succeeds (or fails)
 //	panic  panics
+//	flaky  fails (exit code 1) until attempt params.succeed_at, then succeeds
+//	permanent  returns a pluginapi.Permanent error
+//	stream writes "first", waits for step, writes "second", waits for release
 type testRunner struct {
-	mu      sync.Mutex
-	calls   map[string]int
-	release chan struct{}
+	mu       sync.Mutex
+	calls    map[string]int
+	attempts map[string][]int       // Request.Attempt of each call, per fire
+	times    map[string][]time.Time // start of each call, per fire
+	release  chan struct{}
+	step     chan struct{}
 }
 
 func newTestRunner() *testRunner {
-	return &testRunner{calls: map[string]int{}, release: make(chan struct{})}
+	return &testRunner{calls: map[string]int{}, attempts: map[string][]int{}, times: map[string][]time.Time{},
+		release: make(chan struct{}), step: make(chan struct{})}
+}
+
+// callInfo returns the attempt numbers and start times of a fire's calls.
+func (r *testRunner) callInfo(fireID string) ([]int, []time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int(nil), r.attempts[fireID]...), append([]time.Time(nil), r.times[fireID]...)
 }
 
 func (r *testRunner) Handlers() []cluster.PluginInfo {
@@ -60,10 +74,13 @@ func (r *testRunner) Calls(fireID string) int {
 func (r *testRunner) Run(ctx context.Context, handler string, req pluginapi.Request, out io.Writer) (pluginapi.Result, error) {
 	r.mu.Lock()
 	r.calls[req.FireID]++
+	r.attempts[req.FireID] = append(r.attempts[req.FireID], req.Attempt)
+	r.times[req.FireID] = append(r.times[req.FireID], time.Now())
 	r.mu.Unlock()
 	var params struct {
-		Text  string `json:"text"`
-		Bytes int    `json:"bytes"`
+		Text      string `json:"text"`
+		Bytes     int    `json:"bytes"`
+		SucceedAt int    `json:"succeed_at"`
 	}
 	if len(req.Params) > 0 {
 		if err := json.Unmarshal(req.Params, &params); err != nil {
@@ -101,6 +118,28 @@ func (r *testRunner) Run(ctx context.Context, handler string, req pluginapi.Requ
 		}
 	case "panic":
 		panic("handler bug")
+	case "flaky":
+		_, _ = fmt.Fprintf(out, "try %d\n", req.Attempt)
+		if req.Attempt >= params.SucceedAt {
+			return pluginapi.Result{Status: pluginapi.StatusSuccess}, nil
+		}
+		return pluginapi.Result{Status: pluginapi.StatusFailed, ExitCode: 1, Message: "exit status 1"}, nil
+	case "permanent":
+		return pluginapi.Result{}, pluginapi.Permanent(errors.New("no such host"))
+	case "stream":
+		_, _ = io.WriteString(out, "first\n")
+		select {
+		case <-r.step:
+		case <-ctx.Done():
+			return pluginapi.Result{Status: pluginapi.StatusFailed, ExitCode: -1}, nil
+		}
+		_, _ = io.WriteString(out, "second\n")
+		select {
+		case <-r.release:
+			return pluginapi.Result{Status: pluginapi.StatusSuccess}, nil
+		case <-ctx.Done():
+			return pluginapi.Result{Status: pluginapi.StatusFailed, ExitCode: -1}, nil
+		}
 	}
 	return pluginapi.Result{}, fmt.Errorf("unknown handler %q", handler)
 }
@@ -271,6 +310,20 @@ func dispatchValue(t *testing.T, fireID, handler, params string, timeoutSeconds 
 	v, err := json.Marshal(d)
 	require.NoError(t, err)
 	return string(v)
+}
+
+// dispatchJob puts one fire whose job config mutate adjusts.
+func (b *bundle) dispatchJob(t *testing.T, fireID, handler, params string, mutate func(*cluster.JobConfig)) {
+	t.Helper()
+	var d cluster.Dispatch
+	require.NoError(t, json.Unmarshal([]byte(dispatchValue(t, fireID, handler, params, 0)), &d))
+	if mutate != nil {
+		mutate(&d.Job)
+	}
+	v, err := json.Marshal(d)
+	require.NoError(t, err)
+	_, err = b.etcd.Put(t.Context(), b.cfg.Keys.Run(b.cfg.UUID, fireID), string(v))
+	require.NoError(t, err)
 }
 
 // dispatch puts one fire under the node's run prefix, as the leader does.

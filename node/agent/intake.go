@@ -90,15 +90,17 @@ func (a *Agent) accept(ctx context.Context, kv *mvccpb.KeyValue) bool {
 		a.finished(d.FireID)
 		return true
 	}
+	e, start := a.admit(d, time.Now())
+	if !start {
+		return true // queued behind a running fire of its job, skipped or killed
+	}
 	select {
 	case a.sem <- struct{}{}:
 	case <-ctx.Done():
-		a.mu.Lock()
-		delete(a.active, d.FireID) // not started; its key stays for the next start
-		a.mu.Unlock()
+		a.unadmit(e) // not started; its key stays for the next start
 		return false
 	}
 	a.runs.Add(1)
-	go a.run(d, time.Now())
+	go a.run(e)
 	return true
 }

@@ -142,3 +142,10 @@ func (r *registration) stop(ctx context.Context) {
 		r.log.Warn("agent: revoking registration lease", "lease", int64(lease), "error", err)
 	}
 }
+
+// leaseID is the current registration lease; proc keys live under it.
+func (r *registration) leaseID() clientv3.LeaseID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lease
+}

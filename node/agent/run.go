@@ -13,12 +13,14 @@ import (
 	"github.com/cronix/cronix/pluginapi"
 )
 
-// run runs one fire and queues its result. It holds a run slot, which it
-// frees only after the result is queued, so with MaxConcurrent 1 results
-// are queued in dispatch order.
-func (a *Agent) run(d cluster.Dispatch, received time.Time) {
+// run runs one fire, with its retries, and queues its final result. It
+// holds a run slot, which release frees (or hands to the next fire of the
+// job) only after the result is queued, so with MaxConcurrent 1 results are
+// queued in dispatch order.
+func (a *Agent) run(e *execution) {
 	defer a.runs.Done()
-	defer func() { <-a.sem }()
+	defer a.release(e)
+	d := e.d
 
 	var (
 		mu       sync.Mutex
@@ -44,24 +46,12 @@ func (a *Agent) run(d cluster.Dispatch, received time.Time) {
 			}
 		}
 	}()
+	defer e.out.Close()
 
-	ctx, cancel := context.WithCancel(a.runCtx)
-	if d.Job.TimeoutSeconds > 0 {
-		cancel()
-		ctx, cancel = context.WithTimeout(a.runCtx, time.Duration(d.Job.TimeoutSeconds)*time.Second)
-	}
-	defer cancel()
-
-	out := newCappedOutput(a.cfg.OutputCap)
-	req := pluginapi.Request{
-		FireID:      d.FireID,
-		JobID:       d.Job.JobID,
-		JobName:     d.Job.Name,
-		Params:      d.Job.Params,
-		ScheduledAt: d.ScheduledAt,
-		Attempt:     1,
-	}
 	started := time.Now().UTC()
+	proc := a.startProc(e, started)
+	defer proc.stop()
+
 	// A long run gets one "running" report so the UI shows it; a short one
 	// only reports its end. The lock orders it before the final result.
 	timer := time.AfterFunc(a.cfg.RunningAfter, func() {
@@ -72,41 +62,149 @@ func (a *Agent) run(d cluster.Dispatch, received time.Time) {
 		}
 		res := a.newResult(d, cluster.StatusRunning)
 		res.StartedAt = &started
+		res.Attempt = 1
 		a.reporter.enqueue(res)
 	})
-	result, runErr := a.call(ctx, d.Job.Handler, req, out)
+	defer timer.Stop()
+
+	attempts := 1 + max(d.Job.RetryCount, 0)
+	var out attemptOutcome
+	attempt := 1
+	for ; ; attempt++ {
+		if attempt > 1 {
+			pause := a.retryPause(d.Job, attempt-1)
+			_, _ = fmt.Fprintf(e.out, "\n--- attempt %d/%d (after %s) ---\n", attempt, attempts, out.why())
+			if !sleepCtx(e.ctx, pause) {
+				out = a.killedOutcome(e, attemptOutcome{}, nil)
+				break
+			}
+			mu.Lock()
+			if !ended {
+				res := a.newResult(d, cluster.StatusRunning)
+				res.StartedAt = &started
+				res.Attempt = attempt
+				res.Message = fmt.Sprintf("attempt %d/%d after %s", attempt, attempts, out.why())
+				a.reporter.enqueue(res)
+			}
+			mu.Unlock()
+		}
+		out = a.attempt(e, attempt)
+		if out.status == cluster.StatusSuccess || out.status == cluster.StatusKilled ||
+			out.permanent || attempt >= attempts {
+			break
+		}
+		a.log.Info("agent: attempt failed; will retry", "fire_id", d.FireID, "attempt", attempt,
+			"attempts", attempts, "status", out.status, "message", out.message)
+	}
 	finished := time.Now().UTC()
 	end()
-	timer.Stop()
 
-	res := a.newResult(d, cluster.StatusFailed)
+	res := a.newResult(d, out.status)
 	res.StartedAt, res.FinishedAt = &started, &finished
-	res.Output, res.OutputTruncated = out.Result()
-	if runErr == nil {
-		code := result.ExitCode
-		res.ExitCode = &code
-		res.Message = result.Message
+	res.ExitCode = out.exitCode
+	res.Message = out.message
+	res.Attempt = min(attempt, attempts)
+	if attempts > 1 && res.Message != "" && out.status != cluster.StatusSuccess {
+		res.Message = fmt.Sprintf("attempt %d/%d: %s", res.Attempt, attempts, res.Message)
 	}
-	switch {
-	case runErr == nil && result.Status == pluginapi.StatusSuccess:
-		res.Status = cluster.StatusSuccess
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		res.Status = cluster.StatusTimeout
-		res.Message = joinMessage(fmt.Sprintf("timed out after %ds", d.Job.TimeoutSeconds), res.Message, runErr)
-	case a.runCtx.Err() != nil:
-		res.Status = cluster.StatusKilled
-		res.Message = joinMessage("killed: node agent shutting down", res.Message, runErr)
-	case runErr != nil:
-		res.Message = runErr.Error()
-	case result.Status == pluginapi.StatusFailed:
-	default:
-		res.Message = joinMessage(fmt.Sprintf("handler returned unknown status %q", result.Status), res.Message, nil)
-	}
+	res.Output, res.OutputTruncated = e.out.Result()
 	a.reporter.enqueue(res)
 	reported = true
 	a.finished(d.FireID)
-	a.log.Debug("agent: fire done", "fire_id", d.FireID, "status", res.Status,
-		"latency_ms", started.Sub(received).Milliseconds(), "duration_ms", finished.Sub(started).Milliseconds())
+	a.log.Debug("agent: fire done", "fire_id", d.FireID, "status", res.Status, "attempts", res.Attempt,
+		"latency_ms", started.Sub(e.received).Milliseconds(), "duration_ms", finished.Sub(started).Milliseconds())
+}
+
+// attemptOutcome is how one attempt ended.
+type attemptOutcome struct {
+	status    string
+	exitCode  *int
+	message   string
+	permanent bool // the handler said retrying cannot help
+}
+
+// why describes a failed attempt for the retry marker line.
+func (o attemptOutcome) why() string {
+	switch {
+	case o.status == cluster.StatusTimeout:
+		return "timeout"
+	case o.exitCode != nil:
+		return fmt.Sprintf("exit code %d", *o.exitCode)
+	default:
+		return "error: " + o.message
+	}
+}
+
+// attempt runs the handler once with the job timeout and classifies the end.
+func (a *Agent) attempt(e *execution, n int) attemptOutcome {
+	d := e.d
+	ctx, cancel := context.WithCancel(e.ctx)
+	if d.Job.TimeoutSeconds > 0 {
+		cancel()
+		ctx, cancel = context.WithTimeout(e.ctx, time.Duration(d.Job.TimeoutSeconds)*time.Second)
+	}
+	defer cancel()
+	req := pluginapi.Request{
+		FireID:      d.FireID,
+		JobID:       d.Job.JobID,
+		JobName:     d.Job.Name,
+		Params:      d.Job.Params,
+		ScheduledAt: d.ScheduledAt,
+		Attempt:     n,
+		ShardIndex:  d.ShardIndex,
+		ShardTotal:  d.ShardTotal,
+	}
+	result, runErr := a.call(ctx, d.Job.Handler, req, e.out)
+
+	out := attemptOutcome{status: cluster.StatusFailed}
+	if runErr == nil {
+		code := result.ExitCode
+		out.exitCode = &code
+		out.message = result.Message
+	}
+	switch {
+	case runErr == nil && result.Status == pluginapi.StatusSuccess:
+		out.status = cluster.StatusSuccess
+	case e.ctx.Err() != nil:
+		return a.killedOutcome(e, out, runErr)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		out.status = cluster.StatusTimeout
+		out.message = joinMessage(fmt.Sprintf("timed out after %ds", d.Job.TimeoutSeconds), out.message, runErr)
+	case runErr != nil:
+		out.message = runErr.Error()
+		out.permanent = pluginapi.IsPermanent(runErr)
+	case result.Status == pluginapi.StatusFailed:
+	default:
+		out.message = joinMessage(fmt.Sprintf("handler returned unknown status %q", result.Status), out.message, nil)
+	}
+	return out
+}
+
+// killedOutcome is the end of a fire cancelled by a kill, a newer fire
+// (COVER_EARLY) or shutdown.
+func (a *Agent) killedOutcome(e *execution, out attemptOutcome, err error) attemptOutcome {
+	out.status = cluster.StatusKilled
+	out.permanent = true
+	if kc, ok := killedCause(e.ctx); ok {
+		out.message = joinMessage(kc.msg, out.message, err)
+	} else {
+		out.message = joinMessage("killed: node agent shutting down", out.message, err)
+	}
+	return out
+}
+
+// retryPause is the wait before retry number n (1 = the first retry): the
+// job's fixed interval, or RetryBackoffBase doubling per retry up to
+// RetryBackoffMax.
+func (a *Agent) retryPause(job cluster.JobConfig, n int) time.Duration {
+	if job.RetryIntervalSeconds > 0 {
+		return time.Duration(job.RetryIntervalSeconds) * time.Second
+	}
+	d := a.cfg.RetryBackoffBase
+	for i := 1; i < n && d < a.cfg.RetryBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, a.cfg.RetryBackoffMax)
 }
 
 // call runs the handler, turning a panic inside an in-process Runner into
@@ -131,6 +229,7 @@ func (a *Agent) newResult(d cluster.Dispatch, status string) cluster.RunResult {
 		Node:        a.cfg.UUID,
 		Status:      status,
 		ScheduledAt: d.ScheduledAt,
+		Attempt:     1,
 	}
 }
 

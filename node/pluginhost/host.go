@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -56,6 +57,10 @@ type Spec struct {
 	// SHA256 is the optional hex SHA-256 of the Cmd[0] executable; when set,
 	// a plugin whose executable does not match is not started.
 	SHA256 string
+	// Env holds extra "KEY=value" environment variables for the plugin
+	// process, on top of the node's environment (they win over same-named
+	// ones), e.g. the http handler's CRONIX_HTTP_ALLOW_LOOPBACK=1.
+	Env []string
 }
 
 // ErrUnknownHandler is returned by Run and Validate for a handler no loaded
@@ -331,6 +336,12 @@ func (m *managed) launchLocked(ctx context.Context) error {
 	cmd := exec.Command(m.spec.Cmd[0], m.spec.Cmd[1:]...)
 	setParentDeathSignal(cmd)
 	cfg := pluginapi.ClientConfig(cmd)
+	if len(m.spec.Env) > 0 {
+		// go-plugin would append the node's environment after ours, so
+		// ours could not override it; give it the merged list instead.
+		cmd.Env = append(os.Environ(), m.spec.Env...)
+		cfg.SkipHostEnv = true
+	}
 	cfg.Logger = newHCLog(m.logger)
 	cfg.StartTimeout = startTimeout
 	if m.checksum != nil {

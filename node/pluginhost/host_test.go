@@ -26,8 +26,9 @@ import (
 	"github.com/cronix/cronix/plugins/shell"
 )
 
-// shellBin is the cronix-plugin-shell binary TestMain builds.
-var shellBin string
+// shellBin and notifyBin are the plugin binaries TestMain builds: the
+// shell plugin and the third-party example plugin (its own go build).
+var shellBin, notifyBin string
 
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
@@ -53,6 +54,13 @@ func runTests(m *testing.M) int {
 	build.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building the shell plugin: %v\n%s", err, out)
+		return 1
+	}
+	notifyBin = filepath.Join(dir, "cronix-plugin-notify")
+	build = exec.Command("go", "build", "-o", notifyBin, "./plugins/example")
+	build.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the example plugin: %v\n%s", err, out)
 		return 1
 	}
 	return m.Run()

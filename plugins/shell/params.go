@@ -53,7 +53,7 @@ const paramsSchema = `{
     "env": {
       "type": "object",
       "title": "Environment",
-      "description": "Extra environment variables for the script. CRONIX_FIRE_ID, CRONIX_JOB_ID, CRONIX_JOB_NAME, CRONIX_SCHEDULED_AT and CRONIX_ATTEMPT are always set.",
+      "description": "Extra environment variables for the script. CRONIX_FIRE_ID, CRONIX_JOB_ID, CRONIX_JOB_NAME, CRONIX_SCHEDULED_AT, CRONIX_ATTEMPT, CRONIX_SHARD_INDEX and CRONIX_SHARD_TOTAL are always set.",
       "additionalProperties": {"type": "string"},
       "propertyNames": {"pattern": "^[^=\u0000]+$"}
     }

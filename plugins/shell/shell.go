@@ -18,15 +18,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/exec"
-	"slices"
-	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/cronix/cronix/pluginapi"
+	"github.com/cronix/cronix/plugins/internal/proc"
 )
 
 // Name is the handler's name: what a job puts in its "handler" field.
@@ -38,10 +35,10 @@ const Version = "1.0.0"
 const (
 	// killGrace is how long the script's process group has between SIGTERM
 	// and SIGKILL once the run's ctx is done.
-	killGrace = 2 * time.Second
+	killGrace = proc.DefaultKillGrace
 	// outputGrace bounds how long a finished script's output is still read
 	// when a process it left behind keeps the output open.
-	outputGrace = 2 * time.Second
+	outputGrace = proc.DefaultOutputGrace
 )
 
 type handler struct {
@@ -75,93 +72,25 @@ func (h *handler) Validate(_ context.Context, params json.RawMessage) error {
 func (h *handler) Run(ctx context.Context, req pluginapi.Request, out io.Writer) (pluginapi.Result, error) {
 	p, err := parseParams(req.Params)
 	if err != nil {
-		return failed(-1, err.Error()), err
+		return proc.Failed(-1, err.Error()), err
 	}
 	if ctx.Err() != nil {
-		return ctxResult(ctx), nil
+		return proc.CtxResult(ctx), nil
 	}
 	interp, err := resolveInterpreter(p.Interpreter)
 	if err != nil {
-		return failed(-1, err.Error()), err
+		return proc.Failed(-1, err.Error()), err
 	}
 	script, err := writeScript(p.Script)
 	if err != nil {
 		err = pluginapi.Retryable(err)
-		return failed(-1, err.Error()), err
+		return proc.Failed(-1, err.Error()), err
 	}
 	defer os.Remove(script)
 
 	cmd := exec.Command(interp, script)
-	cmd.Env = environment(p.Env, req)
-	cmd.Stdout = out // one writer for both: exec copies them through one pipe, in order
-	cmd.Stderr = out
-	cmd.SysProcAttr = sysProcAttr()
-	cmd.WaitDelay = outputGrace
-	if err := cmd.Start(); err != nil {
-		err = startError(interp, err)
-		return failed(-1, err.Error()), err
-	}
-	waitErr, stopped := h.wait(ctx, cmd)
-	if stopped {
-		return ctxResult(ctx), nil
-	}
-	return exitResult(cmd.ProcessState, waitErr), nil
-}
-
-// wait waits for cmd; when ctx is done first it stops the process group and
-// reports stopped.
-func (h *handler) wait(ctx context.Context, cmd *exec.Cmd) (waitErr error, stopped bool) {
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	select {
-	case err := <-waited:
-		return err, false
-	case <-ctx.Done():
-	}
-	pgid := cmd.Process.Pid
-	signalGroup(cmd, pgid, syscall.SIGTERM)
-	grace := time.NewTimer(h.killGrace)
-	defer grace.Stop()
-	select {
-	case waitErr = <-waited:
-		// The main process is gone and the output closed; whatever else
-		// of the group ignored SIGTERM dies now.
-		signalGroup(cmd, pgid, syscall.SIGKILL)
-	case <-grace.C:
-		signalGroup(cmd, pgid, syscall.SIGKILL)
-		waitErr = <-waited
-	}
-	return waitErr, true
-}
-
-func failed(code int, msg string) pluginapi.Result {
-	return pluginapi.Result{Status: pluginapi.StatusFailed, ExitCode: code, Message: msg}
-}
-
-// ctxResult is the outcome of a run stopped because ctx is done.
-func ctxResult(ctx context.Context) pluginapi.Result {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return failed(-1, "timeout")
-	}
-	return failed(-1, "killed")
-}
-
-func exitResult(st *os.ProcessState, waitErr error) pluginapi.Result {
-	if st == nil {
-		return failed(-1, fmt.Sprintf("waiting for the script: %v", waitErr))
-	}
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return failed(128+int(ws.Signal()), "killed by signal: "+ws.Signal().String())
-	}
-	code := st.ExitCode()
-	if code != 0 {
-		return failed(code, "exit status "+strconv.Itoa(code))
-	}
-	res := pluginapi.Result{Status: pluginapi.StatusSuccess}
-	if errors.Is(waitErr, exec.ErrWaitDelay) {
-		res.Message = "a process the script left running kept its output open; output after exit was not captured"
-	}
-	return res
+	cmd.Env = proc.Environ(p.Env, req)
+	return proc.Run(ctx, cmd, out, proc.Options{KillGrace: h.killGrace, OutputGrace: outputGrace})
 }
 
 func resolveInterpreter(name string) (string, error) {
@@ -189,35 +118,4 @@ func writeScript(src string) (string, error) {
 		return "", fmt.Errorf("writing the script file: %w", err)
 	}
 	return f.Name(), nil
-}
-
-// environment is the script's environment: the plugin's (without the
-// plugin handshake variables), then the job's env, then the run's CRONIX_*
-// variables. Later entries win.
-func environment(extra map[string]string, req pluginapi.Request) []string {
-	env := pluginapi.ProcessEnv()
-	for _, k := range slices.Sorted(maps.Keys(extra)) {
-		env = append(env, k+"="+extra[k])
-	}
-	scheduled := ""
-	if !req.ScheduledAt.IsZero() {
-		scheduled = req.ScheduledAt.UTC().Format(time.RFC3339)
-	}
-	return append(env,
-		"CRONIX_FIRE_ID="+req.FireID,
-		"CRONIX_JOB_ID="+strconv.FormatInt(req.JobID, 10),
-		"CRONIX_JOB_NAME="+req.JobName,
-		"CRONIX_SCHEDULED_AT="+scheduled,
-		"CRONIX_ATTEMPT="+strconv.Itoa(req.Attempt),
-	)
-}
-
-// startError classifies a failure to start the interpreter: resource
-// exhaustion is worth retrying, anything else is not.
-func startError(interp string, err error) error {
-	err = fmt.Errorf("starting %s: %w", interp, err)
-	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.ENOMEM) || errors.Is(err, syscall.EMFILE) {
-		return pluginapi.Retryable(err)
-	}
-	return pluginapi.Permanent(err)
 }

@@ -35,11 +35,19 @@ type Store interface {
 	GetJob(ctx context.Context, id int64) (*store.Job, error)
 	UpdateJob(ctx context.Context, j *store.Job) error
 	DeleteJob(ctx context.Context, id int64) error
-	ListJobs(ctx context.Context, p store.Page) ([]store.Job, int, error)
+	FindJobs(ctx context.Context, f store.JobFilter, p store.Page) ([]store.Job, int, error)
+
+	CreateGroup(ctx context.Context, g *store.Group) error
+	GetGroup(ctx context.Context, id int64) (*store.Group, error)
+	UpdateGroup(ctx context.Context, g *store.Group) error
+	DeleteGroup(ctx context.Context, id int64) error
+	FindGroups(ctx context.Context, f store.GroupFilter, p store.Page) ([]store.Group, int, error)
 
 	ApplyResults(ctx context.Context, results []cluster.RunResult) error
+	ApplyResultsFinished(ctx context.Context, results []cluster.RunResult) ([]store.Finished, error)
 	GetRun(ctx context.Context, id int64) (*store.Run, error)
 	ListRuns(ctx context.Context, jobID int64, p store.Page) ([]store.Run, int, error)
+	FindRuns(ctx context.Context, f store.RunFilter, p store.Page) ([]store.Run, int, error)
 }
 
 var _ Store = (*store.Store)(nil)
@@ -175,6 +183,7 @@ func (s *server) routes() *mux.Router {
 	r.Handle(v1+"/jobs/{id:[0-9]+}/trigger", s.user(MaxBodyBytes, s.triggerJob)).Methods(http.MethodPost)
 	r.Handle(v1+"/jobs/{id:[0-9]+}/runs", s.user(MaxBodyBytes, s.listRuns)).Methods(http.MethodGet)
 	r.Handle(v1+"/runs/{id:[0-9]+}", s.user(MaxBodyBytes, s.getRun)).Methods(http.MethodGet)
+	r.Handle(v1+"/runs", s.user(MaxBodyBytes, s.listAllRuns)).Methods(http.MethodGet)
 	r.Handle(v1+"/nodes", s.user(MaxBodyBytes, s.listNodes)).Methods(http.MethodGet)
 
 	// Route groups kept in their own files.

@@ -76,25 +76,51 @@ type JobRequest struct {
 	Enabled        *bool           `json:"enabled"`         // default true
 	Description    string          `json:"description"`
 	Author         string          `json:"author"`
+	// RouteStrategy is a seed 001 route name; default FIRST.
+	RouteStrategy string `json:"route_strategy"`
+	// BlockStrategy is SERIAL_EXECUTION (default), DISCARD_LATER or COVER_EARLY.
+	BlockStrategy string `json:"block_strategy"`
+	// MisfirePolicy is FIRE_ONCE_NOW (default), DO_NOTHING or CATCH_UP.
+	MisfirePolicy string `json:"misfire_policy"`
+	// MisfireMaxCatchUp bounds CATCH_UP fires; default 100, 1 to 10000.
+	MisfireMaxCatchUp *int `json:"misfire_max_catch_up"`
+	// RetryCount (0-10) and RetryIntervalSeconds (0-86400; 0 = growing backoff).
+	RetryCount           int `json:"retry_count"`
+	RetryIntervalSeconds int `json:"retry_interval_seconds"`
+	// AlarmEmails are bare e-mail addresses alerted on failure.
+	AlarmEmails []string `json:"alarm_emails"`
+	// ChildJobIDs are existing jobs fired when a run of this job succeeds.
+	ChildJobIDs []int64 `json:"child_job_ids"`
+	// NodeUUID pins the job to one live node of its group; "" = routed.
+	NodeUUID string `json:"node_uuid"`
 }
 
 // Job is a job as the API shows it.
 type Job struct {
-	ID             int64           `json:"id"`
-	Name           string          `json:"name"`
-	Group          string          `json:"group"`
-	ScheduleType   string          `json:"schedule_type"`
-	Schedule       string          `json:"schedule"`
-	Timezone       string          `json:"timezone"`
-	Handler        string          `json:"handler"`
-	Params         json.RawMessage `json:"params"`
-	TimeoutSeconds int             `json:"timeout_seconds"`
-	Enabled        bool            `json:"enabled"`
-	Description    string          `json:"description"`
-	Author         string          `json:"author"`
-	Revision       int64           `json:"revision"`
-	CreatedAt      Time            `json:"created_at"`
-	UpdatedAt      Time            `json:"updated_at"`
+	ID                   int64           `json:"id"`
+	Name                 string          `json:"name"`
+	Group                string          `json:"group"`
+	ScheduleType         string          `json:"schedule_type"`
+	Schedule             string          `json:"schedule"`
+	Timezone             string          `json:"timezone"`
+	Handler              string          `json:"handler"`
+	Params               json.RawMessage `json:"params"`
+	TimeoutSeconds       int             `json:"timeout_seconds"`
+	Enabled              bool            `json:"enabled"`
+	Description          string          `json:"description"`
+	Author               string          `json:"author"`
+	RouteStrategy        string          `json:"route_strategy"`
+	BlockStrategy        string          `json:"block_strategy"`
+	MisfirePolicy        string          `json:"misfire_policy"`
+	MisfireMaxCatchUp    int             `json:"misfire_max_catch_up"`
+	RetryCount           int             `json:"retry_count"`
+	RetryIntervalSeconds int             `json:"retry_interval_seconds"`
+	AlarmEmails          []string        `json:"alarm_emails"`
+	ChildJobIDs          []int64         `json:"child_job_ids"`
+	NodeUUID             string          `json:"node_uuid"`
+	Revision             int64           `json:"revision"`
+	CreatedAt            Time            `json:"created_at"`
+	UpdatedAt            Time            `json:"updated_at"`
 }
 
 func jobFromStore(j *store.Job) Job {
@@ -103,22 +129,39 @@ func jobFromStore(j *store.Job) Job {
 		params = json.RawMessage("{}")
 	}
 	return Job{
-		ID:             j.ID,
-		Name:           j.Name,
-		Group:          j.Group,
-		ScheduleType:   j.ScheduleType,
-		Schedule:       j.Schedule,
-		Timezone:       j.Timezone,
-		Handler:        j.Handler,
-		Params:         params,
-		TimeoutSeconds: j.TimeoutSeconds,
-		Enabled:        j.Enabled,
-		Description:    j.Description,
-		Author:         j.Author,
-		Revision:       j.Revision,
-		CreatedAt:      Time{j.CreatedAt},
-		UpdatedAt:      Time{j.UpdatedAt},
+		ID:                   j.ID,
+		Name:                 j.Name,
+		Group:                j.Group,
+		ScheduleType:         j.ScheduleType,
+		Schedule:             j.Schedule,
+		Timezone:             j.Timezone,
+		Handler:              j.Handler,
+		Params:               params,
+		TimeoutSeconds:       j.TimeoutSeconds,
+		Enabled:              j.Enabled,
+		Description:          j.Description,
+		Author:               j.Author,
+		RouteStrategy:        j.RouteStrategy,
+		BlockStrategy:        j.BlockStrategy,
+		MisfirePolicy:        j.MisfirePolicy,
+		MisfireMaxCatchUp:    j.MisfireMaxCatchUp,
+		RetryCount:           j.RetryCount,
+		RetryIntervalSeconds: j.RetryIntervalSeconds,
+		AlarmEmails:          nonNil(j.AlarmEmails),
+		ChildJobIDs:          nonNil(j.ChildJobIDs),
+		NodeUUID:             j.NodeUUID,
+		Revision:             j.Revision,
+		CreatedAt:            Time{j.CreatedAt},
+		UpdatedAt:            Time{j.UpdatedAt},
 	}
+}
+
+// nonNil makes a nil list encode as [].
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // Run is one fire of a job on one target as the API shows it.
@@ -137,6 +180,11 @@ type Run struct {
 	Output          string `json:"output"`
 	OutputTruncated bool   `json:"output_truncated"`
 	Message         string `json:"message"`
+	// Attempt is the number of attempts made (1 = no retry; 0 = not reported).
+	Attempt int `json:"attempt"`
+	// ShardIndex and ShardTotal place a SHARDING_BROADCAST run (index from 0).
+	ShardIndex int `json:"shard_index"`
+	ShardTotal int `json:"shard_total"`
 }
 
 func runFromStore(r *store.Run) Run {
@@ -155,6 +203,9 @@ func runFromStore(r *store.Run) Run {
 		Output:          r.Output,
 		OutputTruncated: r.OutputTruncated,
 		Message:         r.Message,
+		Attempt:         r.Attempt,
+		ShardIndex:      r.ShardIndex,
+		ShardTotal:      r.ShardTotal,
 	}
 }
 

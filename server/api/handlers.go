@@ -1,6 +1,102 @@
 package api
 
-import "github.com/gorilla/mux"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
 
-// handlerRoutes registers its routes under v1 (placeholder until the feature lands).
-func (s *server) handlerRoutes(r *mux.Router, v1 string) {}
+	"github.com/gorilla/mux"
+
+	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/server/handlers"
+)
+
+// HandlerItem is one handler in GET /api/v1/handlers.
+type HandlerItem struct {
+	Name         string          `json:"name"`
+	Version      string          `json:"version"`
+	Description  string          `json:"description"`
+	ParamsSchema json.RawMessage `json:"params_schema"`
+	// Nodes is how many live nodes offer the handler.
+	Nodes int `json:"nodes"`
+}
+
+// HandlerList is the body of GET /api/v1/handlers.
+type HandlerList struct {
+	Items []HandlerItem `json:"items"`
+}
+
+// handlerRoutes registers the handler catalogue.
+func (s *server) handlerRoutes(r *mux.Router, v1 string) {
+	r.Handle(v1+"/handlers", s.user(MaxBodyBytes, s.listHandlers)).Methods(http.MethodGet)
+}
+
+// listHandlers handles GET /api/v1/handlers: every handler some live node
+// publishes, with the newest version's description and params schema.
+func (s *server) listHandlers(w http.ResponseWriter, r *http.Request) error {
+	descs, err := handlers.Descriptions(r.Context(), s.etcd, s.keys, s.log)
+	if err != nil {
+		return err
+	}
+	merged := handlers.Merge(descs)
+	out := HandlerList{Items: make([]HandlerItem, 0, len(merged))}
+	for _, h := range merged {
+		schema := h.ParamsSchema
+		if len(schema) == 0 {
+			schema = json.RawMessage("{}")
+		}
+		out.Items = append(out.Items, HandlerItem{Name: h.Name, Version: h.Version, Description: h.Description,
+			ParamsSchema: schema, Nodes: len(h.Nodes)})
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// checkParamsSchema validates params against the params schema of handler
+// as published by the live nodes of group offering it: against every
+// distinct schema, since the job may run on any of them. It returns the
+// message for fields["params"], or "" when the params match (or no node
+// published a schema, e.g. an older node). An error means etcd could not
+// be read.
+func (s *server) checkParamsSchema(ctx context.Context, nodes []cluster.NodeInfo, group, handler string, params json.RawMessage) (string, error) {
+	inGroup := map[string]bool{}
+	for _, n := range nodes {
+		if n.Group == group && n.HasHandler(handler) {
+			inGroup[n.UUID] = true
+		}
+	}
+	descs, err := handlers.Descriptions(ctx, s.etcd, s.keys, s.log)
+	if err != nil {
+		return "", err
+	}
+	checked := map[string]bool{}
+	for _, d := range descs {
+		if d.Name != handler || !inGroup[d.Node] || len(d.ParamsSchema) == 0 || checked[string(d.ParamsSchema)] {
+			continue
+		}
+		checked[string(d.ParamsSchema)] = true
+		err := handlers.ValidateParams(d.ParamsSchema, params)
+		var pe *handlers.ParamsError
+		var se *handlers.SchemaError
+		switch {
+		case err == nil:
+		case errors.As(err, &pe):
+			msg := pe.Message
+			if pe.Path != "" {
+				msg = pe.Path + ": " + pe.Message
+			}
+			return fmt.Sprintf("params do not match the %s handler's schema (version %s): %s", handler, d.Version, msg), nil
+		case errors.As(err, &se):
+			// A node's broken schema must not block every save; the handler's
+			// own Validate still runs on the node.
+			s.log.WarnContext(ctx, "handler params schema does not compile; skipping schema validation",
+				slog.String("handler", handler), slog.String("node", d.Node), slog.Any("error", err))
+		default:
+			return "", err
+		}
+	}
+	return "", nil
+}

@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/mail"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -133,6 +136,10 @@ func (s *server) jobFromRequest(ctx context.Context, req JobRequest) (*store.Job
 		fields["timeout_seconds"] = fmt.Sprintf("timeout_seconds must be from 0 (no timeout) to %d", MaxTimeoutSeconds)
 	}
 
+	if err := s.validateJobModel(ctx, req, j, fields); err != nil {
+		return nil, err
+	}
+
 	if j.Handler == "" {
 		fields["handler"] = "handler is required"
 	} else if _, bad := fields["group"]; !bad {
@@ -142,6 +149,14 @@ func (s *server) jobFromRequest(ctx context.Context, req JobRequest) (*store.Job
 		}
 		if !anyOffers(nodes, j.Group, j.Handler) {
 			fields["handler"] = fmt.Sprintf("no live node of group %q offers handler %q", j.Group, j.Handler)
+		} else if _, bad := fields["params"]; !bad {
+			msg, err := s.checkParamsSchema(ctx, nodes, j.Group, j.Handler, j.Params)
+			if err != nil {
+				return nil, err
+			}
+			if msg != "" {
+				fields["params"] = msg
+			}
 		}
 	}
 
@@ -161,16 +176,44 @@ func anyOffers(nodes []cluster.NodeInfo, group, handler string) bool {
 	return false
 }
 
-// decodeJob reads and validates a JobRequest body.
-func (s *server) decodeJob(r *http.Request) (*store.Job, error) {
+// decodeJob reads a JobRequest body.
+func decodeJob(r *http.Request) (JobRequest, error) {
 	var req JobRequest
 	if err := decodeJSON(r, &req, true); err != nil {
 		if errors.Is(err, errEmptyBody) {
-			return nil, &ValidationError{Message: "request body is empty"}
+			return req, &ValidationError{Message: "request body is empty"}
 		}
+		return req, err
+	}
+	return req, nil
+}
+
+// validJob validates req as the new content of job id (0 for a new job):
+// every field (jobFromRequest) and the child jobs (checkChildren), one
+// *ValidationError listing every bad field.
+func (s *server) validJob(ctx context.Context, id int64, req JobRequest) (*store.Job, error) {
+	j, err := s.jobFromRequest(ctx, req)
+	var ve *ValidationError
+	if err != nil && !errors.As(err, &ve) {
 		return nil, err
 	}
-	return s.jobFromRequest(r.Context(), req)
+	msg, cerr := s.checkChildren(ctx, id, req.ChildJobIDs)
+	if cerr != nil {
+		return nil, cerr
+	}
+	if msg != "" {
+		if ve == nil {
+			ve = &ValidationError{Message: "invalid job", Fields: map[string]string{}}
+		}
+		if ve.Fields == nil {
+			ve.Fields = map[string]string{}
+		}
+		ve.Fields["child_job_ids"] = msg
+	}
+	if ve != nil {
+		return nil, ve
+	}
+	return j, nil
 }
 
 // signalJob tells the leader that job j changed: it puts the job's revision
@@ -184,23 +227,35 @@ func (s *server) signalJob(ctx context.Context, j *store.Job) error {
 
 // createJob handles POST /api/v1/jobs.
 func (s *server) createJob(w http.ResponseWriter, r *http.Request) error {
-	j, err := s.decodeJob(r)
+	req, err := decodeJob(r)
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
-	if _, err := s.store.EnsureGroup(ctx, j.Group, j.Group); err != nil {
-		return fmt.Errorf("ensure group %q: %w", j.Group, err)
-	}
-	if err := s.store.CreateJob(ctx, j); err != nil {
-		return public(err, "cannot create job %q", j.Name)
-	}
-	if err := s.signalJob(ctx, j); err != nil {
+	j, err := s.saveNewJob(r.Context(), req)
+	if err != nil {
 		return err
 	}
 	w.Header().Set("Location", "/api/v1/jobs/"+strconv.FormatInt(j.ID, 10))
 	writeJSON(w, http.StatusCreated, jobFromStore(j))
 	return nil
+}
+
+// saveNewJob validates req, stores the job and signals the leader.
+func (s *server) saveNewJob(ctx context.Context, req JobRequest) (*store.Job, error) {
+	j, err := s.validJob(ctx, 0, req)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.store.EnsureGroup(ctx, j.Group, j.Group); err != nil {
+		return nil, fmt.Errorf("ensure group %q: %w", j.Group, err)
+	}
+	if err := s.store.CreateJob(ctx, j); err != nil {
+		return nil, public(err, "cannot create job %q", j.Name)
+	}
+	if err := s.signalJob(ctx, j); err != nil {
+		return nil, err
+	}
+	return j, nil
 }
 
 // getJob handles GET /api/v1/jobs/{id}.
@@ -223,29 +278,42 @@ func (s *server) updateJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	j, err := s.decodeJob(r)
+	req, err := decodeJob(r)
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
+	j, err := s.saveJob(r.Context(), id, req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, jobFromStore(j))
+	return nil
+}
+
+// saveJob validates req as the new content of job id, stores it and
+// signals the leader.
+func (s *server) saveJob(ctx context.Context, id int64, req JobRequest) (*store.Job, error) {
+	j, err := s.validJob(ctx, id, req)
+	if err != nil {
+		return nil, err
+	}
 	old, err := s.store.GetJob(ctx, id)
 	if err != nil {
-		return public(err, "job %d not found", id)
+		return nil, public(err, "job %d not found", id)
 	}
 	if _, err := s.store.EnsureGroup(ctx, j.Group, j.Group); err != nil {
-		return fmt.Errorf("ensure group %q: %w", j.Group, err)
+		return nil, fmt.Errorf("ensure group %q: %w", j.Group, err)
 	}
 	j.ID = id
 	j.CreatedAt = old.CreatedAt
 	j.Revision = old.Revision
 	if err := s.store.UpdateJob(ctx, j); err != nil {
-		return public(err, "job %d not found", id)
+		return nil, public(err, "job %d not found", id)
 	}
 	if err := s.signalJob(ctx, j); err != nil {
-		return err
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, jobFromStore(j))
-	return nil
+	return j, nil
 }
 
 // deleteJob handles DELETE /api/v1/jobs/{id}.
@@ -254,24 +322,55 @@ func (s *server) deleteJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
+	if err := s.removeJob(r.Context(), id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// removeJob deletes job id and its signal key.
+func (s *server) removeJob(ctx context.Context, id int64) error {
 	if err := s.store.DeleteJob(ctx, id); err != nil {
 		return public(err, "job %d not found", id)
 	}
 	if _, err := s.etcd.Delete(ctx, s.keys.JobSignal(id)); err != nil {
 		return fmt.Errorf("job %d deleted but removing its signal failed: %w", id, err)
 	}
-	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-// listJobs handles GET /api/v1/jobs.
+// listJobs handles GET /api/v1/jobs: ?group= &enabled= &handler= &author=
+// &q= (name contains, case-insensitive) &sort= (id, -id, name, -name,
+// updated_at, -updated_at) and paging.
 func (s *server) listJobs(w http.ResponseWriter, r *http.Request) error {
 	p, err := parsePage(r)
 	if err != nil {
 		return err
 	}
-	jobs, total, err := s.store.ListJobs(r.Context(), p)
+	q := r.URL.Query()
+	f := store.JobFilter{
+		Group:    strings.TrimSpace(q.Get("group")),
+		Handler:  strings.TrimSpace(q.Get("handler")),
+		Author:   strings.TrimSpace(q.Get("author")),
+		NameLike: strings.TrimSpace(q.Get("q")),
+		Sort:     strings.TrimSpace(q.Get("sort")),
+	}
+	fields := map[string]string{}
+	if v := q.Get("enabled"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			fields["enabled"] = "enabled must be true or false"
+		}
+		f.Enabled = &b
+	}
+	if f.Sort != "" && !slices.Contains(store.JobSorts, f.Sort) {
+		fields["sort"] = fmt.Sprintf("unknown sort %q (one of %s)", f.Sort, strings.Join(store.JobSorts, ", "))
+	}
+	if len(fields) > 0 {
+		return &ValidationError{Message: "invalid job filter", Fields: fields}
+	}
+	jobs, total, err := s.store.FindJobs(r.Context(), f, p)
 	if err != nil {
 		return fmt.Errorf("list jobs: %w", err)
 	}
@@ -313,12 +412,8 @@ func (s *server) triggerJob(w http.ResponseWriter, r *http.Request) error {
 	if u := userFrom(ctx); u != nil {
 		once.RequestedBy = u.Username
 	}
-	b, err := json.Marshal(once)
-	if err != nil {
-		return fmt.Errorf("encode once request: %w", err)
-	}
-	if _, err := s.etcd.Put(ctx, s.keys.Once(id), string(b)); err != nil {
-		return fmt.Errorf("put once request of job %d: %w", id, err)
+	if err := s.putOnce(ctx, id, once); err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusAccepted, StatusResponse{Status: "accepted"})
 	return nil
@@ -339,4 +434,278 @@ func checkTarget(nodes []cluster.NodeInfo, node string, j *store.Job) error {
 		return nil
 	}
 	return invalidField("node", fmt.Sprintf("no live node %q", node))
+}
+
+// putOnce asks the leader to fire job id once: it puts the once key.
+func (s *server) putOnce(ctx context.Context, id int64, once cluster.OnceRequest) error {
+	b, err := json.Marshal(once)
+	if err != nil {
+		return fmt.Errorf("encode once request: %w", err)
+	}
+	if _, err := s.etcd.Put(ctx, s.keys.Once(id), string(b)); err != nil {
+		return fmt.Errorf("put once request of job %d: %w", id, err)
+	}
+	return nil
+}
+
+// Defaults and limits of the job model fields.
+const (
+	DefaultRouteStrategy     = cluster.RouteFirst
+	DefaultBlockStrategy     = cluster.BlockSerial
+	DefaultMisfirePolicy     = cluster.MisfireFireOnceNow
+	DefaultMisfireMaxCatchUp = 100
+	MaxMisfireMaxCatchUp     = 10000
+	MaxRetryCount            = 10
+	MaxRetryIntervalSeconds  = 86400
+	MaxAlarmEmails           = 20
+	MaxChildJobs             = 50
+	maxNodeUUIDChars         = 128
+	maxAuthorChars           = 100
+)
+
+// RouteStrategies, BlockStrategies and MisfirePolicies list the values the
+// API accepts (seed 001's names).
+var (
+	RouteStrategies = []string{
+		cluster.RouteFirst, cluster.RouteLast, cluster.RouteRound, cluster.RouteRandom,
+		cluster.RouteConsistentHash, cluster.RouteLeastFrequentlyUse, cluster.RouteLeastRecentlyUsed,
+		cluster.RouteFailover, cluster.RouteBusyover, cluster.RouteShardingBroadcast,
+	}
+	BlockStrategies = []string{cluster.BlockSerial, cluster.BlockDiscardLater, cluster.BlockCoverEarly}
+	MisfirePolicies = []string{cluster.MisfireDoNothing, cluster.MisfireFireOnceNow, cluster.MisfireCatchUp}
+)
+
+// enumField sets *dst to v (trimmed, or def when blank) if it is one of
+// allowed, else records the problem under field.
+func enumField(fields map[string]string, field, v, def string, allowed []string, dst *string) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		v = def
+	}
+	if !slices.Contains(allowed, v) {
+		fields[field] = fmt.Sprintf("unknown %s %q (one of %s)", strings.ReplaceAll(field, "_", " "), v, strings.Join(allowed, ", "))
+		return
+	}
+	*dst = v
+}
+
+// validateJobModel checks and copies the routing, blocking, misfire, retry,
+// alarm and pin fields of req into j, recording problems in fields. It
+// reads etcd only for a node pin; other errors are internal.
+func (s *server) validateJobModel(ctx context.Context, req JobRequest, j *store.Job, fields map[string]string) error {
+	enumField(fields, "route_strategy", req.RouteStrategy, DefaultRouteStrategy, RouteStrategies, &j.RouteStrategy)
+	enumField(fields, "block_strategy", req.BlockStrategy, DefaultBlockStrategy, BlockStrategies, &j.BlockStrategy)
+	enumField(fields, "misfire_policy", req.MisfirePolicy, DefaultMisfirePolicy, MisfirePolicies, &j.MisfirePolicy)
+
+	j.MisfireMaxCatchUp = DefaultMisfireMaxCatchUp
+	if req.MisfireMaxCatchUp != nil {
+		j.MisfireMaxCatchUp = *req.MisfireMaxCatchUp
+		if j.MisfireMaxCatchUp < 1 || j.MisfireMaxCatchUp > MaxMisfireMaxCatchUp {
+			fields["misfire_max_catch_up"] = fmt.Sprintf("misfire_max_catch_up must be from 1 to %d", MaxMisfireMaxCatchUp)
+		}
+	}
+	j.RetryCount = req.RetryCount
+	if j.RetryCount < 0 || j.RetryCount > MaxRetryCount {
+		fields["retry_count"] = fmt.Sprintf("retry_count must be from 0 to %d", MaxRetryCount)
+	}
+	j.RetryIntervalSeconds = req.RetryIntervalSeconds
+	if j.RetryIntervalSeconds < 0 || j.RetryIntervalSeconds > MaxRetryIntervalSeconds {
+		fields["retry_interval_seconds"] = fmt.Sprintf("retry_interval_seconds must be from 0 to %d", MaxRetryIntervalSeconds)
+	}
+	if utf8.RuneCountInString(j.Author) > maxAuthorChars {
+		fields["author"] = fmt.Sprintf("author is longer than %d characters", maxAuthorChars)
+	}
+
+	j.AlarmEmails = nil
+	if len(req.AlarmEmails) > MaxAlarmEmails {
+		fields["alarm_emails"] = fmt.Sprintf("at most %d alarm e-mail addresses", MaxAlarmEmails)
+	}
+	for _, e := range req.AlarmEmails {
+		e = strings.TrimSpace(e)
+		if a, err := mail.ParseAddress(e); err != nil || a.Address != e || a.Name != "" || strings.ContainsAny(e, ", ") {
+			fields["alarm_emails"] = fmt.Sprintf("%q is not a valid e-mail address (give bare addresses like ops@example.com)", e)
+			break
+		}
+		if !slices.Contains(j.AlarmEmails, e) {
+			j.AlarmEmails = append(j.AlarmEmails, e)
+		}
+	}
+
+	j.ChildJobIDs = nil
+	for _, id := range req.ChildJobIDs {
+		if !slices.Contains(j.ChildJobIDs, id) {
+			j.ChildJobIDs = append(j.ChildJobIDs, id)
+		}
+	}
+
+	j.NodeUUID = strings.TrimSpace(req.NodeUUID)
+	if j.NodeUUID == "" {
+		return nil
+	}
+	if utf8.RuneCountInString(j.NodeUUID) > maxNodeUUIDChars {
+		fields["node_uuid"] = fmt.Sprintf("node_uuid is longer than %d characters", maxNodeUUIDChars)
+		return nil
+	}
+	if _, bad := fields["group"]; bad || j.Handler == "" {
+		return nil
+	}
+	nodes, err := s.liveNodes(ctx)
+	if err != nil {
+		return err
+	}
+	var ve *ValidationError
+	if err := checkTarget(nodes, j.NodeUUID, j); errors.As(err, &ve) {
+		fields["node_uuid"] = ve.Fields["node"]
+	}
+	return nil
+}
+
+// checkChildren checks the child job ids of job id (0 = a new job): each
+// must exist, and following children from id must never lead back to it.
+// It returns the problem for fields["child_job_ids"] ("" = fine), or an
+// internal error.
+func (s *server) checkChildren(ctx context.Context, id int64, children []int64) (string, error) {
+	if len(children) == 0 {
+		return "", nil
+	}
+	if len(children) > MaxChildJobs {
+		return fmt.Sprintf("at most %d child jobs", MaxChildJobs), nil
+	}
+	// kids returns a job's children as stored, with id's replaced by the new list.
+	cache := map[int64][]int64{}
+	kids := func(jid int64) ([]int64, error) {
+		if jid == id && id != 0 {
+			return children, nil
+		}
+		if c, ok := cache[jid]; ok {
+			return c, nil
+		}
+		j, err := s.store.GetJob(ctx, jid)
+		if err != nil {
+			return nil, err
+		}
+		cache[jid] = j.ChildJobIDs
+		return j.ChildJobIDs, nil
+	}
+	for _, c := range children {
+		if c <= 0 {
+			return fmt.Sprintf("%d is not a job id", c), nil
+		}
+		if c == id {
+			return fmt.Sprintf("cycle %d → %d", id, id), nil
+		}
+		if _, err := kids(c); errors.Is(err, store.ErrNotFound) {
+			return fmt.Sprintf("job %d does not exist", c), nil
+		} else if err != nil {
+			return "", fmt.Errorf("read child job %d: %w", c, err)
+		}
+	}
+	if id == 0 {
+		return "", nil // nothing refers to a new job yet: no cycle can pass through it
+	}
+	// Depth-first search from id for a path back to id.
+	var path []int64
+	done := map[int64]bool{}
+	var visit func(jid int64) (bool, error)
+	visit = func(jid int64) (bool, error) {
+		path = append(path, jid)
+		ks, err := kids(jid)
+		if errors.Is(err, store.ErrNotFound) {
+			ks, err = nil, nil // a stale child id of another job leads nowhere
+		}
+		if err != nil {
+			return false, fmt.Errorf("read child job %d: %w", jid, err)
+		}
+		for _, k := range ks {
+			if k == id {
+				path = append(path, k)
+				return true, nil
+			}
+			if done[k] {
+				continue
+			}
+			done[k] = true
+			if found, err := visit(k); found || err != nil {
+				return found, err
+			}
+		}
+		path = path[:len(path)-1]
+		return false, nil
+	}
+	found, err := visit(id)
+	if err != nil || !found {
+		return "", err
+	}
+	parts := make([]string, len(path))
+	for i, p := range path {
+		parts[i] = strconv.FormatInt(p, 10)
+	}
+	return "cycle " + strings.Join(parts, " → "), nil
+}
+
+// Jobs saves jobs exactly as the REST API does (validation, group
+// creation, the leader's signal key, once keys), for other front doors such
+// as the xxl-job-compatible API in server/compat. Its errors are the API's:
+// *ValidationError, store.ErrNotFound / ErrConflict (wrapped), or internal.
+type Jobs struct{ s *server }
+
+// NewJobs returns a Jobs over cfg's Store, Etcd, Keys, Location, Logger and
+// Now (other fields are unused). It panics if cfg.Validate fails.
+func NewJobs(cfg Config) *Jobs {
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+	s := &server{store: cfg.Store, etcd: cfg.Etcd, keys: cfg.Keys, loc: cfg.Location, log: cfg.Logger, now: cfg.Now}
+	if s.loc == nil {
+		s.loc = time.Local
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return &Jobs{s: s}
+}
+
+// Create validates req, stores the new job and signals the leader.
+func (j *Jobs) Create(ctx context.Context, req JobRequest) (*store.Job, error) {
+	return j.s.saveNewJob(ctx, req)
+}
+
+// Update replaces job id's writable fields with req and signals the leader.
+func (j *Jobs) Update(ctx context.Context, id int64, req JobRequest) (*store.Job, error) {
+	return j.s.saveJob(ctx, id, req)
+}
+
+// Delete deletes job id and its signal key.
+func (j *Jobs) Delete(ctx context.Context, id int64) error { return j.s.removeJob(ctx, id) }
+
+// Trigger asks the leader to fire job id once on its normal routing.
+func (j *Jobs) Trigger(ctx context.Context, id int64, requestedBy string) error {
+	if _, err := j.s.store.GetJob(ctx, id); err != nil {
+		return public(err, "job %d not found", id)
+	}
+	return j.s.putOnce(ctx, id, cluster.OnceRequest{RequestedAt: j.s.now().UTC(), RequestedBy: requestedBy})
+}
+
+// LiveNodes returns the registered nodes.
+func (j *Jobs) LiveNodes(ctx context.Context) ([]cluster.NodeInfo, error) { return j.s.liveNodes(ctx) }
+
+// RequestOf is the JobRequest that saves j unchanged (for partial updates).
+func RequestOf(j *store.Job) JobRequest {
+	enabled := j.Enabled
+	catchUp := j.MisfireMaxCatchUp
+	var catchUpPtr *int
+	if catchUp > 0 {
+		catchUpPtr = &catchUp
+	}
+	return JobRequest{
+		Name: j.Name, Group: j.Group, ScheduleType: j.ScheduleType, Schedule: j.Schedule,
+		Timezone: j.Timezone, Handler: j.Handler, Params: j.Params, TimeoutSeconds: j.TimeoutSeconds,
+		Enabled: &enabled, Description: j.Description, Author: j.Author,
+		RouteStrategy: j.RouteStrategy, BlockStrategy: j.BlockStrategy, MisfirePolicy: j.MisfirePolicy,
+		MisfireMaxCatchUp: catchUpPtr, RetryCount: j.RetryCount, RetryIntervalSeconds: j.RetryIntervalSeconds,
+		AlarmEmails: j.AlarmEmails, ChildJobIDs: j.ChildJobIDs, NodeUUID: j.NodeUUID,
+	}
 }

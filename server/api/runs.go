@@ -1,30 +1,90 @@
 package api
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/server/store"
 )
 
-// listRuns handles GET /api/v1/jobs/{id}/runs.
+// listRuns handles GET /api/v1/jobs/{id}/runs (filters as listAllRuns).
 func (s *server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r, "job")
 	if err != nil {
 		return err
 	}
-	p, err := parsePage(r)
+	p, f, err := parseRunFilter(r)
 	if err != nil {
 		return err
 	}
+	f.JobID = id
 	ctx := r.Context()
 	if _, err := s.store.GetJob(ctx, id); err != nil {
 		return public(err, "job %d not found", id)
 	}
-	runs, total, err := s.store.ListRuns(ctx, id, p)
+	return s.writeRuns(w, r, f, p)
+}
+
+// listAllRuns handles GET /api/v1/runs?job_id= &status= &node= &from= &to=
+// (RFC 3339; from inclusive, to exclusive, on scheduled_at) and paging.
+func (s *server) listAllRuns(w http.ResponseWriter, r *http.Request) error {
+	p, f, err := parseRunFilter(r)
 	if err != nil {
-		return fmt.Errorf("list runs of job %d: %w", id, err)
+		return err
+	}
+	if v := r.URL.Query().Get("job_id"); v != "" {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id <= 0 {
+			return invalidField("job_id", "job_id must be a positive integer")
+		}
+		f.JobID = id
+	}
+	return s.writeRuns(w, r, f, p)
+}
+
+// parseRunFilter reads paging, status, node, from and to.
+func parseRunFilter(r *http.Request) (store.Page, store.RunFilter, error) {
+	var f store.RunFilter
+	p, err := parsePage(r)
+	if err != nil {
+		return p, f, err
+	}
+	q := r.URL.Query()
+	fields := map[string]string{}
+	f.Status = strings.TrimSpace(q.Get("status"))
+	if f.Status != "" && !knownStatus(f.Status) {
+		fields["status"] = fmt.Sprintf("unknown status %q", f.Status)
+	}
+	f.Node = strings.TrimSpace(q.Get("node"))
+	for name, dst := range map[string]*time.Time{"from": &f.From, "to": &f.To} {
+		if v := q.Get(name); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				fields[name] = name + " must be an RFC 3339 time such as 2026-03-01T12:00:00Z"
+			}
+			*dst = t
+		}
+	}
+	if len(fields) > 0 {
+		return p, f, &ValidationError{Message: "invalid run filter", Fields: fields}
+	}
+	return p, f, nil
+}
+
+// writeRuns writes the page of runs f selects.
+func (s *server) writeRuns(w http.ResponseWriter, r *http.Request, f store.RunFilter, p store.Page) error {
+	runs, total, err := s.store.FindRuns(r.Context(), f, p)
+	if err != nil {
+		return fmt.Errorf("list runs: %w", err)
 	}
 	out := List[Run]{Items: make([]Run, 0, len(runs)), Total: total, Page: p.Page, PageSize: p.PageSize}
 	for i := range runs {
@@ -84,10 +144,78 @@ func (s *server) postResults(w http.ResponseWriter, r *http.Request) error {
 		return &ValidationError{Message: "invalid result batch", Fields: fields}
 	}
 	if len(batch.Results) > 0 {
-		if err := s.store.ApplyResults(r.Context(), batch.Results); err != nil {
+		finished, err := s.store.ApplyResultsFinished(r.Context(), batch.Results)
+		if err != nil {
 			return fmt.Errorf("apply %d results: %w", len(batch.Results), err)
+		}
+		if err := s.fireChildren(r.Context(), finished); err != nil {
+			return err
 		}
 	}
 	writeJSON(w, http.StatusOK, cluster.ResultAck{Accepted: len(batch.Results)})
+	return nil
+}
+
+// maxTxnOps is the most operations fireChildren puts in one etcd transaction.
+const maxTxnOps = 100
+
+// fireChildren asks the leader to fire the child jobs of every run that this
+// batch moved to success: one etcd transaction putting each child's once
+// key, requested by "parent:<fire id>". Runs that were already terminal
+// (a replayed report) are not in finished, so children fire once.
+func (s *server) fireChildren(ctx context.Context, finished []store.Finished) error {
+	parents := map[int64]*store.Job{}
+	var ops []clientv3.Op
+	for _, f := range finished {
+		if f.Status != cluster.StatusSuccess {
+			continue
+		}
+		j, ok := parents[f.JobID]
+		if !ok {
+			var err error
+			j, err = s.store.GetJob(ctx, f.JobID)
+			if errors.Is(err, store.ErrNotFound) {
+				parents[f.JobID] = nil // deleted meanwhile
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("read job %d to fire its children: %w", f.JobID, err)
+			}
+			parents[f.JobID] = j
+		}
+		if j == nil {
+			continue
+		}
+		for _, child := range j.ChildJobIDs {
+			b, err := json.Marshal(cluster.OnceRequest{RequestedAt: s.now().UTC(), RequestedBy: "parent:" + f.FireID})
+			if err != nil {
+				return fmt.Errorf("encode once request: %w", err)
+			}
+			ops = append(ops, clientv3.OpPut(s.keys.Once(child), string(b)))
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	// A transaction may not put one key twice: the last request per child wins.
+	seen := map[string]int{}
+	var uniq []clientv3.Op
+	for _, op := range ops {
+		k := string(op.KeyBytes())
+		if i, ok := seen[k]; ok {
+			uniq[i] = op
+			continue
+		}
+		seen[k] = len(uniq)
+		uniq = append(uniq, op)
+	}
+	// One transaction per maxTxnOps puts (etcd's default limit is 128).
+	for len(uniq) > 0 {
+		n := min(len(uniq), maxTxnOps)
+		if _, err := s.etcd.Txn(ctx).Then(uniq[:n]...).Commit(); err != nil {
+			return fmt.Errorf("fire %d child jobs: %w", n, err)
+		}
+		uniq = uniq[n:]
+	}
 	return nil
 }

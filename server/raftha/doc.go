@@ -33,6 +33,8 @@
 // # State
 //
 // Cursors only move forward: ApplyCursors stores max(old, new) per job, in
-// one raft entry for the whole batch. Snapshots hold the full state, so a
+// one raft entry for the whole batch. ApplyTick commits a trigger-loop tick
+// in ONE entry: cursor advances, route state entries (a nil value deletes
+// one) and the deletion of deleted jobs' cursors, applied in that order. Snapshots hold the full state, so a
 // restart restores the latest snapshot and replays only the trailing log.
 package raftha

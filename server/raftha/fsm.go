@@ -15,7 +15,17 @@ const (
 	cmdApplyCursors  byte = 1 // body: map[job_id]unix_ms, applied as max
 	cmdDeleteCursors byte = 2 // body: []job_id
 	cmdSetRoutes     byte = 3 // body: map[key]value; a null value deletes the key
+	cmdTick          byte = 4 // body: tickCommand, all of it applied at once
 )
+
+// tickCommand is one trigger-loop tick's state change: cursors advanced (as
+// max), route state entries set (a null value deletes the key), and cursors
+// of deleted jobs forgotten (applied after the advances).
+type tickCommand struct {
+	Cursors       map[int64]int64   `json:"cursors,omitempty"`
+	Routes        map[string][]byte `json:"routes,omitempty"`
+	DeleteCursors []int64           `json:"delete_cursors,omitempty"`
+}
 
 // state is the replicated state, also the snapshot format.
 type state struct {
@@ -61,11 +71,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 			return fmt.Errorf("raftha: decode cursors at index %d: %w", l.Index, err)
 		}
 		f.mu.Lock()
-		for id, ms := range m {
-			if old, ok := f.st.Cursors[id]; !ok || ms > old {
-				f.st.Cursors[id] = ms
-			}
-		}
+		f.advanceLocked(m)
 		f.mu.Unlock()
 	case cmdDeleteCursors:
 		var ids []int64
@@ -73,9 +79,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 			return fmt.Errorf("raftha: decode cursor deletion at index %d: %w", l.Index, err)
 		}
 		f.mu.Lock()
-		for _, id := range ids {
-			delete(f.st.Cursors, id)
-		}
+		f.deleteLocked(ids)
 		f.mu.Unlock()
 	case cmdSetRoutes:
 		var m map[string][]byte
@@ -83,18 +87,46 @@ func (f *fsm) Apply(l *raft.Log) any {
 			return fmt.Errorf("raftha: decode route state at index %d: %w", l.Index, err)
 		}
 		f.mu.Lock()
-		for k, v := range m {
-			if v == nil {
-				delete(f.st.Routes, k)
-			} else {
-				f.st.Routes[k] = v
-			}
+		f.setRoutesLocked(m)
+		f.mu.Unlock()
+	case cmdTick:
+		var c tickCommand
+		if err := json.Unmarshal(body, &c); err != nil {
+			return fmt.Errorf("raftha: decode tick at index %d: %w", l.Index, err)
 		}
+		f.mu.Lock()
+		f.advanceLocked(c.Cursors)
+		f.setRoutesLocked(c.Routes)
+		f.deleteLocked(c.DeleteCursors)
 		f.mu.Unlock()
 	default:
 		return fmt.Errorf("raftha: unknown command type %d at index %d", typ, l.Index)
 	}
 	return nil
+}
+
+func (f *fsm) advanceLocked(m map[int64]int64) {
+	for id, ms := range m {
+		if old, ok := f.st.Cursors[id]; !ok || ms > old {
+			f.st.Cursors[id] = ms
+		}
+	}
+}
+
+func (f *fsm) deleteLocked(ids []int64) {
+	for _, id := range ids {
+		delete(f.st.Cursors, id)
+	}
+}
+
+func (f *fsm) setRoutesLocked(m map[string][]byte) {
+	for k, v := range m {
+		if v == nil {
+			delete(f.st.Routes, k)
+		} else {
+			f.st.Routes[k] = v
+		}
+	}
 }
 
 func (f *fsm) cursor(jobID int64) (int64, bool) {

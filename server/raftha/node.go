@@ -289,6 +289,22 @@ func (n *Node) DeleteCursors(ctx context.Context, jobIDs []int64) error {
 	return nil
 }
 
+// ApplyTick commits one trigger-loop tick in ONE raft entry: cursors
+// advanced (each job keeps max(old, new)), route state entries set (a nil
+// value deletes its key), and the cursors of deleted jobs forgotten (after
+// the advances). Nothing is written when all three are empty.
+func (n *Node) ApplyTick(ctx context.Context, cursors map[int64]int64, routes map[string][]byte, deleteCursors []int64) error {
+	if len(cursors) == 0 && len(routes) == 0 && len(deleteCursors) == 0 {
+		return nil
+	}
+	c := tickCommand{Cursors: cursors, Routes: routes, DeleteCursors: deleteCursors}
+	if err := n.apply(ctx, cmdTick, c); err != nil {
+		return fmt.Errorf("apply tick (%d cursors, %d route states, %d deletions): %w",
+			len(cursors), len(routes), len(deleteCursors), err)
+	}
+	return nil
+}
+
 // Cursor is the last scheduled time (Unix ms) fired for the job, as applied
 // to this node's FSM.
 func (n *Node) Cursor(jobID int64) (int64, bool) { return n.fsm.cursor(jobID) }

@@ -34,6 +34,15 @@ func openLeader(t *testing.T, cfg Config) *Node {
 	return n
 }
 
+// openApplied opens a leader and waits until it applied its whole log: a
+// restarted node replays its log only after it is leader again.
+func openApplied(t *testing.T, cfg Config) *Node {
+	t.Helper()
+	n := openLeader(t, cfg)
+	require.NoError(t, n.raft.Barrier(10*time.Second).Error())
+	return n
+}
+
 func TestSingleVoterBecomesLeader(t *testing.T) {
 	t.Parallel()
 	n := openLeader(t, testConfig(t, t.TempDir()))
@@ -64,7 +73,7 @@ func TestCursorsPersistAcrossReopen(t *testing.T) {
 	require.NoError(t, n.Close())
 	require.NoError(t, n.Close()) // idempotent
 
-	n2 := openLeader(t, cfg)
+	n2 := openApplied(t, cfg)
 	require.Equal(t, want, n2.Cursors())
 	require.Equal(t, map[string][]byte{"rr/7": []byte("3")}, n2.RouteStates())
 	require.NoError(t, n2.ApplyCursors(ctx, map[int64]int64{1: 1001}))
@@ -250,4 +259,34 @@ func TestConfigValidate(t *testing.T) {
 	cfg.LeaderLeaseTimeout = time.Second
 	_, err = Open(cfg)
 	require.ErrorContains(t, err, "LeaderLeaseTimeout")
+}
+
+// One tick is one raft entry carrying cursors, route state and deletions,
+// and it survives a reopen.
+func TestApplyTickIsOneEntry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := testConfig(t, t.TempDir())
+	n := openLeader(t, cfg)
+	require.NoError(t, n.ApplyCursors(ctx, map[int64]int64{1: 1000, 9: 9000}))
+	require.NoError(t, n.SetRouteStates(ctx, map[string][]byte{"job/9": []byte("x")}))
+	before := n.raft.LastIndex()
+
+	require.NoError(t, n.ApplyTick(ctx,
+		map[int64]int64{1: 2000, 2: 500},
+		map[string][]byte{"job/1": []byte(`{"round":4}`), "job/9": nil},
+		[]int64{9}))
+	require.Equal(t, before+1, n.raft.LastIndex(), "a tick must be one raft entry")
+	require.NoError(t, n.ApplyTick(ctx, nil, nil, nil)) // nothing: no entry
+	require.Equal(t, before+1, n.raft.LastIndex())
+
+	wantCursors := map[int64]int64{1: 2000, 2: 500}
+	wantRoutes := map[string][]byte{"job/1": []byte(`{"round":4}`)}
+	require.Equal(t, wantCursors, n.Cursors())
+	require.Equal(t, wantRoutes, n.RouteStates())
+
+	require.NoError(t, n.Close())
+	n2 := openApplied(t, cfg)
+	require.Equal(t, wantCursors, n2.Cursors())
+	require.Equal(t, wantRoutes, n2.RouteStates())
 }

@@ -27,12 +27,17 @@ type RunRecorder interface {
 	InsertRuns(ctx context.Context, runs []store.Run) ([]string, error)
 }
 
-// CursorStore holds the replicated fire cursors (satisfied by *raftha.Node).
+// CursorStore holds the replicated scheduler state: fire cursors and route
+// state (satisfied by *raftha.Node).
 type CursorStore interface {
-	// ApplyCursors advances cursors (job id → scheduled Unix ms) in one entry.
-	ApplyCursors(ctx context.Context, cursors map[int64]int64) error
+	// ApplyTick commits, in ONE raft entry, cursor advances (job id →
+	// scheduled Unix ms, kept as max), route state entries (a nil value
+	// deletes the key) and the deletion of the cursors of deleted jobs.
+	ApplyTick(ctx context.Context, cursors map[int64]int64, routes map[string][]byte, deleteCursors []int64) error
 	// Cursors returns a copy of every cursor.
 	Cursors() map[int64]int64
+	// RouteStates returns a copy of every route state entry.
+	RouteStates() map[string][]byte
 }
 
 // Dispatcher writes fenced batches to etcd (satisfied by *dispatch.Dispatcher).

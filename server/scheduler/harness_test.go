@@ -100,15 +100,15 @@ func (m *memStore) snapshot() (runs map[string]store.Run, calls, dups int) {
 	return maps.Clone(m.runs), m.insertCalls, m.duplicates
 }
 
-// countingCursors counts ApplyCursors calls on the real raft node.
+// countingCursors counts the raft entries the loop writes on the real raft node.
 type countingCursors struct {
 	*raftha.Node
 	applies atomic.Int64
 }
 
-func (c *countingCursors) ApplyCursors(ctx context.Context, m map[int64]int64) error {
+func (c *countingCursors) ApplyTick(ctx context.Context, cur map[int64]int64, routes map[string][]byte, del []int64) error {
 	c.applies.Add(1)
-	return c.Node.ApplyCursors(ctx, m)
+	return c.Node.ApplyTick(ctx, cur, routes, del)
 }
 
 type harness struct {
@@ -125,6 +125,10 @@ type harness struct {
 	clock   *fakeClock
 	sched   *Scheduler
 	term    uint64
+	// relist is the loop's RelistInterval (0 = default). Tests stepping
+	// past it set it longer: waitArmed cannot tell the relist timer from
+	// the fire timer.
+	relist time.Duration
 
 	cancel context.CancelFunc
 	done   chan error
@@ -154,7 +158,7 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) newScheduler() *Scheduler {
 	return New(Config{
 		Jobs: h.jobs, Runs: h.runs, Cursors: h.cursors, Dispatcher: h.disp,
-		Etcd: h.cli, Keys: h.keys, Clock: h.clock, Location: time.UTC,
+		Etcd: h.cli, Keys: h.keys, Clock: h.clock, Location: time.UTC, RelistInterval: h.relist,
 		Logger: slog.New(slog.NewTextHandler(testWriter{h.t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 }
@@ -168,7 +172,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 func (h *harness) addNode(uuid, group string, handlers ...string) {
 	h.t.Helper()
-	n := cluster.NodeInfo{UUID: uuid, Group: group, IP: "127.0.0.1", Port: 9000, Started: t0}
+	n := cluster.NodeInfo{UUID: uuid, Group: group, IP: "127.0.0.1", Port: 9000, Started: t0, Status: NodeOnline}
 	for _, p := range handlers {
 		n.Plugins = append(n.Plugins, cluster.PluginInfo{Name: p, Version: "1"})
 	}

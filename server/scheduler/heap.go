@@ -20,6 +20,15 @@ type entry struct {
 	// inFlight: a fire of this entry is in the pending batch; the entry
 	// returns to the heap when the batch commits.
 	inFlight bool
+	// misfired: next is a fire missed while no leader ran; the tick applies
+	// the job's misfire policy to it and the later missed ones.
+	misfired bool
+	// delay > 0 for a fixed_delay job: the next fire is delay after the
+	// job's previous run ended (not sched.Next).
+	delay time.Duration
+	// waitRuns holds the run keys a fixed_delay job waits for (out of the
+	// heap) before its next fire; nil when it waits for none.
+	waitRuns map[string]bool
 }
 
 // fireHeap is a min-heap of entries by next fire time (ties by job id, so

@@ -2,10 +2,9 @@ package scheduler
 
 import (
 	"context"
-	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"sort"
 	"time"
@@ -29,6 +28,14 @@ type loop struct {
 
 	nodes  map[string]cluster.NodeInfo   // live nodes by uuid
 	groups map[string][]cluster.NodeInfo // live nodes by group, sorted by uuid
+	rings  map[string]*hashRing          // CONSISTENT_HASH rings by group+handler
+
+	routes      map[int64]*routeState // route state by job, as loaded and updated
+	routesDirty map[int64]bool        // route state to write with the next raft entry
+	forget      map[int64]bool        // deleted jobs whose cursor and route state to drop
+
+	runs runCache // pending run keys and process keys of every node
+	seen *seenRevs
 
 	placed         map[string]placedJob // job key → config in etcd
 	placementDirty bool
@@ -41,8 +48,8 @@ type loop struct {
 	retryAt    time.Time // zero: nothing to retry
 	backoff    time.Duration
 
-	nodeW, sigW, onceW watch
-	timer, relist      Timer
+	nodeW, sigW, onceW, runW, procW watch
+	timer, relist                   Timer
 }
 
 type placedJob struct {
@@ -74,28 +81,93 @@ type fire struct {
 
 func newLoop(cfg Config, term uint64) *loop {
 	return &loop{
-		cfg:        cfg,
-		term:       term,
-		log:        cfg.Logger.With("term", term),
-		clock:      cfg.Clock,
-		entries:    map[int64]*entry{},
-		cursors:    map[int64]int64{},
-		nodes:      map[string]cluster.NodeInfo{},
-		groups:     map[string][]cluster.NodeInfo{},
-		placed:     map[string]placedJob{},
-		onceSeen:   map[string]int64{},
-		needResync: map[string]bool{},
+		cfg:         cfg,
+		term:        term,
+		log:         cfg.Logger.With("term", term),
+		clock:       cfg.Clock,
+		entries:     map[int64]*entry{},
+		cursors:     map[int64]int64{},
+		nodes:       map[string]cluster.NodeInfo{},
+		groups:      map[string][]cluster.NodeInfo{},
+		rings:       map[string]*hashRing{},
+		routes:      map[int64]*routeState{},
+		routesDirty: map[int64]bool{},
+		forget:      map[int64]bool{},
+		runs:        newRunCache(),
+		placed:      map[string]placedJob{},
+		onceSeen:    map[string]int64{},
+		needResync:  map[string]bool{},
+		seen:        &seenRevs{},
 	}
 }
 
 // --- jobs
 
-func (l *loop) parse(j *store.Job) (schedule.Schedule, error) {
+// parse sets the schedule of e from job j. It returns false when the job
+// is not scheduled: schedule type "none" (manual fires only), or a schedule
+// that does not parse (logged).
+func (l *loop) parse(e *entry, j *store.Job) bool {
+	if j.ScheduleType == schedule.TypeNone {
+		return false
+	}
 	s, err := schedule.Parse(j.ScheduleType, j.Schedule, j.Timezone, l.cfg.Location)
 	if err != nil {
-		return nil, fmt.Errorf("job %d schedule %q: %w", j.ID, j.Schedule, err)
+		l.log.Error("job not scheduled", "job_id", j.ID, "err", fmt.Errorf("schedule %q: %w", j.Schedule, err))
+		return false
 	}
-	return s, nil
+	e.sched, e.delay = s, 0
+	if d, ok := schedule.FixedDelay(s); ok {
+		e.delay = d
+	}
+	return true
+}
+
+// startEntry places a loaded job at its first fire of this term: after its
+// cursor, the fires missed meanwhile flagged for its misfire policy; after
+// now without a cursor. A fixed_delay job with a run still pending waits
+// for it to end; otherwise it fires delay after its cursor (at once when
+// that is past), or delay after now without a cursor.
+func (l *loop) startEntry(e *entry, now time.Time) {
+	c, ok := l.cursors[e.job.ID]
+	if e.delay > 0 {
+		if keys := l.runs.pendingRuns(e.job.ID); len(keys) > 0 {
+			e.waitRuns = map[string]bool{}
+			for _, k := range keys {
+				e.waitRuns[k] = true
+			}
+			e.next = time.Time{}
+		} else if ok {
+			e.next = maxTime(time.UnixMilli(c).Add(e.delay), now.Truncate(time.Millisecond))
+		} else {
+			e.next = l.afterDelay(e, now)
+		}
+		l.heap.set(e)
+		return
+	}
+	if !ok {
+		e.next = e.sched.Next(now)
+	} else {
+		e.next = e.sched.Next(time.UnixMilli(c))
+		e.misfired = !e.next.IsZero() && !e.next.After(now)
+	}
+	l.heap.set(e)
+}
+
+// afterDelay is the next fire of a fixed_delay job whose run ended at end:
+// end+delay (to the millisecond, as fire ids are), after its cursor.
+func (l *loop) afterDelay(e *entry, end time.Time) time.Time {
+	next := end.Add(e.delay).Truncate(time.Millisecond)
+	if c, ok := l.cursors[e.job.ID]; ok && next.UnixMilli() <= c {
+		next = time.UnixMilli(c + 1)
+	}
+	return next
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // loadJobs lists enabled jobs and places each at its next fire after its
@@ -116,15 +188,12 @@ func (l *loop) loadJobs(ctx context.Context) error {
 		if !j.Enabled {
 			continue
 		}
-		s, err := l.parse(&j)
-		if err != nil {
-			l.log.Error("job not scheduled", "job_id", j.ID, "err", err)
+		e := &entry{job: j, index: -1}
+		if !l.parse(e, &j) {
 			continue
 		}
-		c, ok := l.cursors[j.ID]
-		e := &entry{job: j, sched: s, index: -1, next: startNext(s, c, ok, now)}
 		l.entries[j.ID] = e
-		l.heap.set(e)
+		l.startEntry(e, now)
 	}
 	l.placementDirty = true
 	l.startWatch(ctx, &l.sigW, l.cfg.Keys.JobSignalPrefix(), resp.Header.Revision+1)
@@ -152,28 +221,44 @@ func (l *loop) upsert(j store.Job) {
 	if ok && e.job.Revision == j.Revision {
 		return
 	}
-	s, err := l.parse(&j)
-	if err != nil {
-		l.log.Error("job not scheduled", "job_id", j.ID, "err", err)
+	ne := &entry{index: -1}
+	if !l.parse(ne, &j) {
 		l.remove(j.ID)
 		return
 	}
 	l.placementDirty = true
 	if ok && e.job.ScheduleType == j.ScheduleType && e.job.Schedule == j.Schedule && e.job.Timezone == j.Timezone {
-		e.job, e.sched = j, s // same times; new handler, params, ...
+		e.job = j // same times; new handler, params, route, ...
 		return
 	}
 	if !ok {
-		e = &entry{index: -1}
+		e = ne
 		l.entries[j.ID] = e
 	}
-	e.job, e.sched = j, s
-	if e.inFlight {
-		return // the pending fire's commit computes the next time with the new schedule
+	e.job, e.sched, e.delay, e.misfired = j, ne.sched, ne.delay, false
+	if e.delay == 0 {
+		e.waitRuns = nil
 	}
-	c, has := l.cursors[j.ID]
-	e.next = resetNext(s, c, has, l.clock.Now())
+	if e.inFlight || e.waitRuns != nil {
+		return // the pending fire's commit (or its run's end) computes the next time
+	}
+	now := l.clock.Now()
+	if e.delay > 0 {
+		e.next = l.afterDelay(e, now)
+	} else {
+		c, has := l.cursors[j.ID]
+		e.next = resetNext(e.sched, c, has, now)
+	}
 	l.heap.set(e)
+}
+
+// forgetJob drops a deleted job: its cursor and route state are removed
+// with the next raft entry.
+func (l *loop) forgetJob(id int64) {
+	l.remove(id)
+	l.forget[id] = true
+	delete(l.routes, id)
+	delete(l.routesDirty, id)
 }
 
 func (l *loop) remove(id int64) {
@@ -209,7 +294,7 @@ func (l *loop) relistJobs(ctx context.Context) error {
 func (l *loop) reloadJob(ctx context.Context, id int64) error {
 	j, err := l.cfg.Jobs.GetJob(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		l.remove(id)
+		l.forgetJob(id)
 		return nil
 	}
 	if err != nil {
@@ -221,51 +306,73 @@ func (l *loop) reloadJob(ctx context.Context, id int64) error {
 
 // --- fires
 
-// newFire builds a fire of job j scheduled at at. fireID "" means the
-// scheduled fire id; node "" means the normal target choice.
-func (l *loop) newFire(j *store.Job, at time.Time, fireID, node string, now time.Time) *fire {
+// newFires builds the fires of job j scheduled at at: one per target of
+// its route strategy (several for SHARDING_BROADCAST), or one failed fire
+// when there is no target. fireID "" means the scheduled fire id; node ""
+// means the job's routing (else that node, for a manual fire).
+func (l *loop) newFires(j *store.Job, at time.Time, fireID, node string, now time.Time) []*fire {
 	trigger := cluster.TriggerManual
 	if fireID == "" {
 		fireID = cluster.FireID(j.ID, at)
 		trigger = cluster.TriggerSchedule
 	}
 	now = now.UTC()
-	f := &fire{run: store.Run{
-		FireID:      fireID,
-		JobID:       j.ID,
-		Trigger:     trigger,
-		ScheduledAt: at.UTC(),
-	}}
+	var targets []target
 	var msg string
 	switch {
 	case node == "":
-		var ok bool
-		if node, ok = l.pick(j); !ok {
-			msg = fmt.Sprintf("no live node of group %q offers handler %q", j.Group, j.Handler)
-		}
+		targets, msg = l.route(j)
 	case !l.live(node):
 		msg = fmt.Sprintf("node %s is not live", node)
 	case !l.nodes[node].HasHandler(j.Handler):
 		msg = fmt.Sprintf("node %s does not offer handler %q", node, j.Handler)
+	default:
+		targets = []target{{node: node}}
 	}
 	if msg != "" {
-		f.run.Status = cluster.StatusFailed
-		f.run.Message = msg
-		f.run.FinishedAt = &now
-		return f
+		return []*fire{{run: store.Run{
+			FireID: fireID, JobID: j.ID, Trigger: trigger, ScheduledAt: at.UTC(),
+			Status: cluster.StatusFailed, Message: msg, FinishedAt: &now,
+		}}}
 	}
-	f.run.Status = cluster.StatusTriggered
-	f.run.Node = node
-	f.run.DispatchedAt = &now
-	f.item = &dispatch.DispatchItem{Node: node, Dispatch: cluster.Dispatch{
-		FireID:       fireID,
-		Trigger:      trigger,
-		ScheduledAt:  at.UTC(),
-		DispatchedAt: now,
-		Term:         l.term,
-		Job:          jobConfig(j),
-	}}
-	return f
+	fs := make([]*fire, 0, len(targets))
+	for _, t := range targets {
+		id := fireID
+		if t.total > 0 {
+			if trigger == cluster.TriggerSchedule {
+				id = cluster.ShardFireID(j.ID, at, t.index)
+			} else {
+				id = fmt.Sprintf("%s-s%d", fireID, t.index)
+			}
+		}
+		f := &fire{run: store.Run{
+			FireID:       id,
+			JobID:        j.ID,
+			Trigger:      trigger,
+			Status:       cluster.StatusTriggered,
+			Node:         t.node,
+			ScheduledAt:  at.UTC(),
+			DispatchedAt: &now,
+			Attempt:      1,
+			ShardIndex:   t.index,
+			ShardTotal:   t.total,
+		}}
+		f.item = &dispatch.DispatchItem{Node: t.node, Dispatch: cluster.Dispatch{
+			FireID:       id,
+			Trigger:      trigger,
+			ScheduledAt:  at.UTC(),
+			DispatchedAt: now,
+			Term:         l.term,
+			Job:          jobConfig(j),
+			ShardIndex:   t.index,
+			ShardTotal:   t.total,
+		}}
+		// The node is busy with the job from now on (BUSYOVER); the run
+		// key's deletion ends it (fixed_delay).
+		l.runs.put(l.runs.runs, l.cfg.Keys.Run(t.node, id), runRef{t.node, j.ID})
+		fs = append(fs, f)
+	}
+	return fs
 }
 
 func jobConfig(j *store.Job) cluster.JobConfig {
@@ -277,6 +384,10 @@ func jobConfig(j *store.Job) cluster.JobConfig {
 		Params:         j.Params,
 		TimeoutSeconds: j.TimeoutSeconds,
 		Revision:       j.Revision,
+
+		RetryCount:           j.RetryCount,
+		RetryIntervalSeconds: j.RetryIntervalSeconds,
+		BlockStrategy:        j.BlockStrategy,
 	}
 }
 
@@ -286,7 +397,7 @@ func jobConfig(j *store.Job) cluster.JobConfig {
 // where it stopped; fires dispatched before a failure are not dispatched
 // again. Only ErrFenced ends the loop.
 func (l *loop) commit(ctx context.Context) error {
-	if len(l.pending) == 0 {
+	if len(l.pending) == 0 && len(l.forget) == 0 && len(l.routesDirty) == 0 {
 		return nil
 	}
 	start := l.clock.Now()
@@ -314,14 +425,14 @@ func (l *loop) commit(ctx context.Context) error {
 
 	var items []dispatch.DispatchItem
 	var sent []*fire
-	failedRuns := 0
+	notSent := 0
 	for _, f := range l.pending {
 		if f.stage != stageRecorded {
 			continue
 		}
 		if f.item == nil {
 			f.stage = stageDispatched
-			failedRuns++
+			notSent++
 			continue
 		}
 		items = append(items, *f.item)
@@ -344,6 +455,7 @@ func (l *loop) commit(ctx context.Context) error {
 		}
 	}
 
+	// One raft entry: cursors, route state, deleted jobs.
 	cur := map[int64]int64{}
 	for _, f := range l.pending {
 		if f.entry != nil {
@@ -353,8 +465,16 @@ func (l *loop) commit(ctx context.Context) error {
 			}
 		}
 	}
-	if len(cur) > 0 {
-		if err := l.cfg.Cursors.ApplyCursors(ctx, cur); err != nil {
+	routes, err := l.encodeRoutes()
+	if err != nil {
+		return err
+	}
+	var forget []int64
+	for id := range l.forget {
+		forget = append(forget, id)
+	}
+	if len(cur)+len(routes)+len(forget) > 0 {
+		if err := l.cfg.Cursors.ApplyTick(ctx, cur, routes, forget); err != nil {
 			l.failed(ctx, "apply cursors", err)
 			return nil
 		}
@@ -366,25 +486,91 @@ func (l *loop) commit(ctx context.Context) error {
 			l.cursors[id] = ms
 		}
 	}
+	for _, id := range forget {
+		delete(l.cursors, id)
+		delete(l.forget, id)
+	}
+	clear(l.routesDirty)
+
+	// Each fired job returns to the heap once, after its latest fire.
+	fired := map[*entry]*fire{}
+	var order []*entry
 	for _, f := range l.pending {
 		if e := f.entry; e != nil {
-			e.inFlight = false
-			if l.entries[e.job.ID] == e {
-				c, ok := l.cursors[e.job.ID]
-				e.next = afterFire(e.sched, f.run.ScheduledAt, c, ok)
-				l.heap.set(e)
+			if prev, ok := fired[e]; !ok {
+				order = append(order, e)
+				fired[e] = f
+			} else if f.run.ScheduledAt.After(prev.run.ScheduledAt) {
+				fired[e] = f
 			}
 		}
 		if f.once != nil {
 			l.onceDelete = append(l.onceDelete, *f.once)
 		}
 	}
-	l.log.Debug("batch fired", "fires", len(l.pending), "dispatched", len(items), "failed", failedRuns,
-		"cursors", len(cur), "took", now.Sub(start))
+	for _, e := range order {
+		e.inFlight = false
+		if l.entries[e.job.ID] != e {
+			continue
+		}
+		if e.delay > 0 {
+			l.waitForRuns(e, now)
+			continue
+		}
+		c, ok := l.cursors[e.job.ID]
+		e.next = afterFire(e.sched, fired[e].run.ScheduledAt, c, ok)
+		l.heap.set(e)
+	}
+	l.log.Debug("batch fired", "fires", len(l.pending), "dispatched", len(items), "not_dispatched", notSent,
+		"cursors", len(cur), "route_states", len(routes), "forgotten", len(forget), "took", now.Sub(start))
 	l.pending = nil
 	l.backoff = 0
 	l.flushOnceDeletes(ctx)
 	return nil
+}
+
+// waitForRuns parks a fixed_delay job that just fired until the run keys
+// of its fires are deleted (runEnded); with none pending (the fire failed,
+// or its runs already ended) it fires again delay after now.
+func (l *loop) waitForRuns(e *entry, now time.Time) {
+	var wait map[string]bool
+	for _, k := range l.runs.pendingRuns(e.job.ID) {
+		if wait == nil {
+			wait = map[string]bool{}
+		}
+		wait[k] = true
+	}
+	e.waitRuns = wait
+	if wait != nil {
+		e.next = time.Time{}
+	} else {
+		e.next = l.afterDelay(e, now)
+	}
+	l.heap.set(e)
+}
+
+// encodeRoutes is the route state to write: the dirty entries, and a nil
+// (delete) for every forgotten job.
+func (l *loop) encodeRoutes() (map[string][]byte, error) {
+	if len(l.routesDirty) == 0 && len(l.forget) == 0 {
+		return nil, nil
+	}
+	out := make(map[string][]byte, len(l.routesDirty)+len(l.forget))
+	for id := range l.routesDirty {
+		rs, ok := l.routes[id]
+		if !ok {
+			continue
+		}
+		b, err := json.Marshal(rs)
+		if err != nil {
+			return nil, errorf("encode route state of job %d: %w", id, err)
+		}
+		out[routeKey(id)] = b
+	}
+	for id := range l.forget {
+		out[routeKey(id)] = nil
+	}
+	return out, nil
 }
 
 // --- nodes and routing
@@ -403,35 +589,6 @@ func (l *loop) rebuildGroups() {
 		sort.Slice(ns, func(i, j int) bool { return ns[i].UUID < ns[j].UUID })
 	}
 	l.groups = groups
+	l.rings = map[string]*hashRing{}
 	l.placementDirty = true
-}
-
-// pick chooses the target node of a job: a stable choice among the live
-// nodes of its group offering its handler (hash of the job id modulo the
-// sorted eligible nodes). Route strategies replace this later.
-func (l *loop) pick(j *store.Job) (string, bool) {
-	ns := l.groups[j.Group]
-	n := 0
-	for _, node := range ns {
-		if node.HasHandler(j.Handler) {
-			n++
-		}
-	}
-	if n == 0 {
-		return "", false
-	}
-	h := fnv.New64a()
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(j.ID))
-	_, _ = h.Write(b[:])
-	k := int(h.Sum64() % uint64(n))
-	for _, node := range ns {
-		if node.HasHandler(j.Handler) {
-			if k == 0 {
-				return node.UUID, true
-			}
-			k--
-		}
-	}
-	return "", false
 }

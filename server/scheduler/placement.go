@@ -45,7 +45,7 @@ func (l *loop) reconcile(ctx context.Context) error {
 	desired := make(map[string]placedJob, len(l.entries))
 	configs := make(map[string]dispatch.Placement, len(l.entries))
 	for id, e := range l.entries {
-		node, ok := l.pick(&e.job)
+		node, ok := l.home(&e.job)
 		if !ok {
 			continue
 		}

@@ -23,6 +23,20 @@ type Scheduler struct {
 	cfg     Config
 	log     *slog.Logger
 	running atomic.Bool
+	seen    seenRevs
+}
+
+// seenRevs is the etcd revision up to which the running loop has applied
+// node, run and process changes (tests wait on it).
+type seenRevs struct{ nodes, runs, procs atomic.Int64 }
+
+func storeMax(a *atomic.Int64, rev int64) {
+	for {
+		old := a.Load()
+		if rev <= old || a.CompareAndSwap(old, rev) {
+			return
+		}
+	}
 }
 
 // New returns a Scheduler; Run starts it for a term.
@@ -46,6 +60,7 @@ func (s *Scheduler) Run(ctx context.Context, term uint64) error {
 	}
 	defer s.running.Store(false)
 	l := newLoop(s.cfg, term)
+	l.seen = &s.seen
 	defer l.stop()
 	s.log.Info("trigger loop starting", "term", term)
 	err := l.run(ctx)
@@ -79,7 +94,13 @@ const (
 	syncNodes   = "nodes"
 	syncSignals = "signals"
 	syncOnce    = "once"
+	syncRuns    = "runs"
+	syncProcs   = "procs"
 )
+
+// forgetDelay bounds how long the cursor and route state of a deleted job
+// wait for a tick's raft entry to ride along with.
+const forgetDelay = time.Second
 
 func (l *loop) startWatch(ctx context.Context, w *watch, prefix string, rev int64) {
 	w.close()
@@ -111,8 +132,13 @@ func (l *loop) run(ctx context.Context) error {
 			l.onNodes(ctx, wr, ok)
 		case wr, ok := <-l.sigW.ch:
 			l.onSignals(ctx, wr, ok)
+			err = l.flushForgotten(ctx)
 		case wr, ok := <-l.onceW.ch:
 			err = l.onOnce(ctx, wr, ok)
+		case wr, ok := <-l.runW.ch:
+			l.onRuns(ctx, wr, ok)
+		case wr, ok := <-l.procW.ch:
+			l.onProcs(ctx, wr, ok)
 		}
 		if err != nil {
 			return err
@@ -134,6 +160,9 @@ func (l *loop) startup(ctx context.Context) error {
 	}{
 		{"claim leader key", func() error { return l.cfg.Dispatcher.Claim(ctx, l.term) }},
 		{"load nodes", func() error { return l.resyncNodes(ctx) }},
+		{"load pending runs", func() error { return l.resyncRuns(ctx) }},
+		{"load processes", func() error { return l.resyncProcs(ctx) }},
+		{"load route state", func() error { l.loadRoutes(); return nil }},
 		{"load jobs", func() error { return l.loadJobs(ctx) }},
 		{"load placements", func() error { return l.loadPlaced(ctx) }},
 		{"load once requests", func() error { return l.resyncOnce(ctx) }},
@@ -148,6 +177,18 @@ func (l *loop) startup(ctx context.Context) error {
 	l.relist = l.clock.NewTimer(l.cfg.RelistInterval)
 	if err := l.reconcile(ctx); err != nil {
 		return err
+	}
+	return l.commit(ctx)
+}
+
+// flushForgotten writes the deletion of forgotten jobs' cursors and route
+// state now unless a tick due within forgetDelay will carry it.
+func (l *loop) flushForgotten(ctx context.Context) error {
+	if len(l.forget) == 0 || len(l.pending) > 0 || !l.retryAt.IsZero() {
+		return nil
+	}
+	if e := l.heap.peek(); e != nil && !e.next.After(l.clock.Now().Add(forgetDelay)) {
+		return nil
 	}
 	return l.commit(ctx)
 }
@@ -207,6 +248,11 @@ func (l *loop) arm() {
 	if wake.IsZero() && len(l.pending) > 0 {
 		wake = l.clock.Now()
 	}
+	if len(l.forget) > 0 {
+		if at := l.clock.Now().Add(forgetDelay); wake.IsZero() || at.Before(wake) {
+			wake = at
+		}
+	}
 	l.timer.Stop()
 	if !wake.IsZero() {
 		l.timer.Reset(wake.Sub(l.clock.Now()))
@@ -237,6 +283,10 @@ func (l *loop) resync(ctx context.Context, name string) {
 		err = l.resyncSignals(ctx)
 	case syncOnce:
 		err = l.resyncOnce(ctx)
+	case syncRuns:
+		err = l.resyncRuns(ctx)
+	case syncProcs:
+		err = l.resyncProcs(ctx)
 	}
 	if err != nil {
 		l.needResync[name] = true
@@ -255,15 +305,23 @@ func (l *loop) tick(ctx context.Context, now time.Time) error {
 	for e := l.heap.peek(); e != nil && !e.next.After(now); e = l.heap.peek() {
 		l.heap.pop()
 		e.inFlight = true
-		f := l.newFire(&e.job, dueAt(e.sched, e.next, now, l.cfg.MisfireThreshold), "", "", now)
-		f.entry = e
-		l.pending = append(l.pending, f)
+		var fs []*fire
+		if e.delay == 0 && (e.misfired || e.next.Before(now.Add(-l.cfg.MisfireThreshold))) {
+			fs = l.misfire(e, e.next, now)
+		} else {
+			fs = l.newFires(&e.job, e.next, "", "", now)
+		}
+		e.misfired = false
+		for _, f := range fs {
+			f.entry = e
+		}
+		l.pending = append(l.pending, fs...)
 	}
 	return l.commit(ctx)
 }
 
 func (l *loop) stop() {
-	for _, w := range []*watch{&l.nodeW, &l.sigW, &l.onceW} {
+	for _, w := range []*watch{&l.nodeW, &l.sigW, &l.onceW, &l.runW, &l.procW} {
 		w.close()
 	}
 	if l.timer != nil {

@@ -31,6 +31,7 @@ func (l *loop) resyncNodes(ctx context.Context) error {
 		l.putNode(kv)
 	}
 	l.rebuildGroups()
+	storeMax(&l.seen.nodes, resp.Header.Revision)
 	l.startWatch(ctx, &l.nodeW, l.cfg.Keys.NodePrefix(), resp.Header.Revision+1)
 	l.log.Info("nodes loaded", "nodes", len(l.nodes))
 	return nil
@@ -82,6 +83,7 @@ func (l *loop) onNodes(ctx context.Context, wr clientv3.WatchResponse, ok bool) 
 		}
 	}
 	l.rebuildGroups()
+	storeMax(&l.seen.nodes, wr.Events[len(wr.Events)-1].Kv.ModRevision)
 }
 
 // --- job signals
@@ -117,7 +119,7 @@ func (l *loop) onSignals(ctx context.Context, wr clientv3.WatchResponse, ok bool
 			continue
 		}
 		if ev.Type == mvccpb.DELETE {
-			l.remove(id)
+			l.forgetJob(id) // the signal key goes with the job
 			continue
 		}
 		if err := l.reloadJob(ctx, id); err != nil {
@@ -200,12 +202,12 @@ func (l *loop) onceRequest(ctx context.Context, kv *mvccpb.KeyValue) error {
 		return fmt.Errorf("load job %d for a once request: %w", id, err)
 	}
 	now := l.clock.Now()
-	f := l.newFire(j, now, cluster.ManualFireID(id, kv.ModRevision), req.Node, now)
-	f.once = &onceKey{key, kv.ModRevision}
-	l.pending = append(l.pending, f)
+	fs := l.newFires(j, now, cluster.ManualFireID(id, kv.ModRevision), req.Node, now)
+	fs[len(fs)-1].once = &onceKey{key, kv.ModRevision} // deleted once every fire committed
+	l.pending = append(l.pending, fs...)
 	l.onceSeen[key] = kv.ModRevision
-	l.log.Info("manual fire", "job_id", id, "fire_id", f.run.FireID, "node", f.run.Node,
-		"requested_by", req.RequestedBy)
+	l.log.Info("manual fire", "job_id", id, "fire_id", fs[0].run.FireID, "node", fs[0].run.Node,
+		"targets", len(fs), "requested_by", req.RequestedBy)
 	return nil
 }
 

@@ -97,6 +97,9 @@ func runRowOf(r *Run, t time.Time) runRow {
 		Output:          output,
 		OutputTruncated: r.OutputTruncated || cut,
 		Message:         message,
+		Attempt:         r.Attempt,
+		ShardIndex:      r.ShardIndex,
+		ShardTotal:      r.ShardTotal,
 		CreatedAt:       t,
 		UpdatedAt:       t,
 	}
@@ -140,6 +143,7 @@ func resultRowOf(r *cluster.RunResult, t time.Time) runRow {
 		Output:          output,
 		OutputTruncated: r.OutputTruncated || cut,
 		Message:         message,
+		Attempt:         r.Attempt,
 		CreatedAt:       t,
 		UpdatedAt:       t,
 	}

@@ -13,6 +13,8 @@ import (
 
 // MySQL server error numbers the store branches on.
 const (
+	mysqlDupFieldName    = 1060
+	mysqlDupKeyName      = 1061
 	mysqlDupEntry        = 1062
 	mysqlLockWaitTimeout = 1205
 	mysqlDeadlock        = 1213
@@ -74,4 +76,15 @@ func wrap(err error, format string, args ...any) error {
 		return fmt.Errorf("store: %s: %w: %w", what, ErrConflict, err)
 	}
 	return fmt.Errorf("store: %s: %w", what, err)
+}
+
+// isAlreadyApplied reports whether a MySQL DDL statement failed only because
+// the column or index it adds exists: the statement ran before (MySQL DDL is
+// not transactional, so a crashed migration may be re-run).
+func isAlreadyApplied(err error) bool {
+	var myErr *mysql.MySQLError
+	if errors.As(err, &myErr) {
+		return myErr.Number == mysqlDupFieldName || myErr.Number == mysqlDupKeyName
+	}
+	return false
 }

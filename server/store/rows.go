@@ -2,14 +2,16 @@ package store
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
 )
 
 // Bun row structs: the storage layer's own types, mapped explicitly to the
-// domain types in types.go. Columns the domain types do not carry yet
-// (jobs.route_strategy, ...) keep their SQL defaults.
+// domain types in types.go. Lists (alarm e-mails, child job ids, manual
+// group addresses) are stored comma-separated.
 
 type userRow struct {
 	bun.BaseModel `bun:"table:users,alias:u"`
@@ -34,11 +36,13 @@ type tokenRow struct {
 type groupRow struct {
 	bun.BaseModel `bun:"table:job_groups,alias:g"`
 
-	ID        int64     `bun:"id,pk,autoincrement"`
-	AppName   string    `bun:"appname,notnull"`
-	Title     string    `bun:"title,notnull"`
-	CreatedAt time.Time `bun:"created_at,notnull"`
-	UpdatedAt time.Time `bun:"updated_at,notnull"`
+	ID          int64     `bun:"id,pk,autoincrement"`
+	AppName     string    `bun:"appname,notnull"`
+	Title       string    `bun:"title,notnull"`
+	AddressType string    `bun:"address_type,notnull"`
+	Addresses   string    `bun:"addresses,notnull"` // comma-separated node uuids
+	CreatedAt   time.Time `bun:"created_at,notnull"`
+	UpdatedAt   time.Time `bun:"updated_at,notnull"`
 }
 
 type jobRow struct {
@@ -56,6 +60,15 @@ type jobRow struct {
 	Enabled        bool      `bun:"enabled,notnull"`
 	Description    string    `bun:"description,notnull"`
 	Author         string    `bun:"author,notnull"`
+	RouteStrategy  string    `bun:"route_strategy,notnull"`
+	BlockStrategy  string    `bun:"block_strategy,notnull"`
+	MisfirePolicy  string    `bun:"misfire_policy,notnull"`
+	MisfireCatchUp int       `bun:"misfire_max_catch_up,notnull"`
+	RetryCount     int       `bun:"retry_count,notnull"`
+	RetryInterval  int       `bun:"retry_interval_seconds,notnull"`
+	AlarmEmails    string    `bun:"alarm_emails,notnull"`  // comma-separated
+	ChildJobIDs    string    `bun:"child_job_ids,notnull"` // comma-separated ids
+	NodeUUID       string    `bun:"node_uuid,notnull"`
 	Revision       int64     `bun:"revision,notnull"`
 	CreatedAt      time.Time `bun:"created_at,notnull"`
 	UpdatedAt      time.Time `bun:"updated_at,notnull"`
@@ -66,6 +79,8 @@ type jobRow struct {
 var jobWriteColumns = []string{
 	"name", "group_name", "schedule_type", "schedule", "timezone", "handler", "params",
 	"timeout_seconds", "enabled", "description", "author",
+	"route_strategy", "block_strategy", "misfire_policy", "misfire_max_catch_up",
+	"retry_count", "retry_interval_seconds", "alarm_emails", "child_job_ids", "node_uuid",
 }
 
 type runRow struct {
@@ -85,6 +100,9 @@ type runRow struct {
 	Output          string     `bun:"output,notnull"`
 	OutputTruncated bool       `bun:"output_truncated,notnull"`
 	Message         string     `bun:"message,notnull"`
+	Attempt         int        `bun:"attempt,notnull"`
+	ShardIndex      int        `bun:"shard_index,notnull"`
+	ShardTotal      int        `bun:"shard_total,notnull"`
 	CreatedAt       time.Time  `bun:"created_at,notnull"`
 	UpdatedAt       time.Time  `bun:"updated_at,notnull"`
 }
@@ -94,7 +112,7 @@ type runRow struct {
 var runInsertColumns = []string{
 	"fire_id", "job_id", "trigger", "status", "node", "scheduled_at", "dispatched_at",
 	"started_at", "finished_at", "exit_code", "output", "output_truncated", "message",
-	"created_at", "updated_at",
+	"attempt", "shard_index", "shard_total", "created_at", "updated_at",
 }
 
 func (r *userRow) domain() *User {
@@ -110,12 +128,56 @@ func (r *userRow) domain() *User {
 
 func (r *groupRow) domain() Group {
 	return Group{
-		ID:        r.ID,
-		AppName:   r.AppName,
-		Title:     r.Title,
-		CreatedAt: r.CreatedAt.UTC(),
-		UpdatedAt: r.UpdatedAt.UTC(),
+		ID:          r.ID,
+		AppName:     r.AppName,
+		Title:       r.Title,
+		AddressType: r.AddressType,
+		Addresses:   splitList(r.Addresses),
+		CreatedAt:   r.CreatedAt.UTC(),
+		UpdatedAt:   r.UpdatedAt.UTC(),
 	}
+}
+
+func groupRowOf(g *Group) groupRow {
+	at := g.AddressType
+	if at == "" {
+		at = AddressAuto
+	}
+	return groupRow{
+		ID:          g.ID,
+		AppName:     g.AppName,
+		Title:       g.Title,
+		AddressType: at,
+		Addresses:   strings.Join(g.Addresses, ","),
+	}
+}
+
+// splitList reads a comma-separated column; "" is nil.
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+// joinIDs writes ids as a comma-separated column.
+func joinIDs(ids []int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+// splitIDs reads a comma-separated id column, skipping what is not an id.
+func splitIDs(s string) []int64 {
+	var ids []int64
+	for _, p := range splitList(s) {
+		if id, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 func jobRowOf(j *Job) jobRow {
@@ -136,6 +198,15 @@ func jobRowOf(j *Job) jobRow {
 		Enabled:        j.Enabled,
 		Description:    j.Description,
 		Author:         j.Author,
+		RouteStrategy:  j.RouteStrategy,
+		BlockStrategy:  j.BlockStrategy,
+		MisfirePolicy:  j.MisfirePolicy,
+		MisfireCatchUp: j.MisfireMaxCatchUp,
+		RetryCount:     j.RetryCount,
+		RetryInterval:  j.RetryIntervalSeconds,
+		AlarmEmails:    strings.Join(j.AlarmEmails, ","),
+		ChildJobIDs:    joinIDs(j.ChildJobIDs),
+		NodeUUID:       j.NodeUUID,
 		Revision:       j.Revision,
 		CreatedAt:      j.CreatedAt,
 		UpdatedAt:      j.UpdatedAt,
@@ -148,21 +219,30 @@ func (r *jobRow) domain() Job {
 		params = "{}"
 	}
 	return Job{
-		ID:             r.ID,
-		Name:           r.Name,
-		Group:          r.GroupName,
-		ScheduleType:   r.ScheduleType,
-		Schedule:       r.Schedule,
-		Timezone:       r.Timezone,
-		Handler:        r.Handler,
-		Params:         json.RawMessage(params),
-		TimeoutSeconds: r.TimeoutSeconds,
-		Enabled:        r.Enabled,
-		Description:    r.Description,
-		Author:         r.Author,
-		Revision:       r.Revision,
-		CreatedAt:      r.CreatedAt.UTC(),
-		UpdatedAt:      r.UpdatedAt.UTC(),
+		ID:                   r.ID,
+		Name:                 r.Name,
+		Group:                r.GroupName,
+		ScheduleType:         r.ScheduleType,
+		Schedule:             r.Schedule,
+		Timezone:             r.Timezone,
+		Handler:              r.Handler,
+		Params:               json.RawMessage(params),
+		TimeoutSeconds:       r.TimeoutSeconds,
+		Enabled:              r.Enabled,
+		Description:          r.Description,
+		Author:               r.Author,
+		RouteStrategy:        r.RouteStrategy,
+		BlockStrategy:        r.BlockStrategy,
+		MisfirePolicy:        r.MisfirePolicy,
+		MisfireMaxCatchUp:    r.MisfireCatchUp,
+		RetryCount:           r.RetryCount,
+		RetryIntervalSeconds: r.RetryInterval,
+		AlarmEmails:          splitList(r.AlarmEmails),
+		ChildJobIDs:          splitIDs(r.ChildJobIDs),
+		NodeUUID:             r.NodeUUID,
+		Revision:             r.Revision,
+		CreatedAt:            r.CreatedAt.UTC(),
+		UpdatedAt:            r.UpdatedAt.UTC(),
 	}
 }
 
@@ -182,6 +262,9 @@ func (r *runRow) domain() Run {
 		Output:          r.Output,
 		OutputTruncated: r.OutputTruncated,
 		Message:         r.Message,
+		Attempt:         r.Attempt,
+		ShardIndex:      r.ShardIndex,
+		ShardTotal:      r.ShardTotal,
 		CreatedAt:       r.CreatedAt.UTC(),
 		UpdatedAt:       r.UpdatedAt.UTC(),
 	}

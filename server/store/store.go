@@ -142,42 +142,6 @@ func (s *Store) UserByToken(ctx context.Context, tokenHash string, now time.Time
 	return row.domain(), nil
 }
 
-// --- groups
-
-// EnsureGroup creates the group if no group has this appname; it returns the stored group.
-func (s *Store) EnsureGroup(ctx context.Context, appName, title string) (*Group, error) {
-	t := now()
-	row := groupRow{AppName: appName, Title: title, CreatedAt: t, UpdatedAt: t}
-	q := s.db.NewInsert().Model(&row).Column("appname", "title", "created_at", "updated_at")
-	if s.dialect == schema.MySQL {
-		q = q.On("DUPLICATE KEY UPDATE").Set("id = id")
-	} else {
-		q = q.On("CONFLICT (appname) DO NOTHING")
-	}
-	if _, err := q.Exec(ctx); err != nil {
-		return nil, wrap(err, "ensure group %q", appName)
-	}
-	var got groupRow
-	if err := s.db.NewSelect().Model(&got).Where("g.appname = ?", appName).Limit(1).Scan(ctx); err != nil {
-		return nil, wrap(err, "read group %q", appName)
-	}
-	g := got.domain()
-	return &g, nil
-}
-
-// ListGroups returns every group ordered by appname.
-func (s *Store) ListGroups(ctx context.Context) ([]Group, error) {
-	var rows []groupRow
-	if err := s.db.NewSelect().Model(&rows).Order("g.appname ASC").Scan(ctx); err != nil {
-		return nil, wrap(err, "list groups")
-	}
-	out := make([]Group, len(rows))
-	for i := range rows {
-		out[i] = rows[i].domain()
-	}
-	return out, nil
-}
-
 // --- jobs
 
 // CreateJob inserts j (sets ID, Revision=1, CreatedAt, UpdatedAt).
@@ -257,12 +221,40 @@ func (s *Store) DeleteJob(ctx context.Context, id int64) error {
 
 // ListJobs returns a page of jobs ordered by id, and the total count.
 func (s *Store) ListJobs(ctx context.Context, p Page) ([]Job, int, error) {
-	total, err := s.db.NewSelect().Model((*jobRow)(nil)).Count(ctx)
+	return s.FindJobs(ctx, JobFilter{}, p)
+}
+
+// FindJobs returns a page of the jobs f selects, in f's order, and how many
+// it selects in all. An unknown f.Sort is an error.
+func (s *Store) FindJobs(ctx context.Context, f JobFilter, p Page) ([]Job, int, error) {
+	order, err := jobOrder(f.Sort)
+	if err != nil {
+		return nil, 0, err
+	}
+	filter := func(q *bun.SelectQuery) *bun.SelectQuery {
+		if f.Group != "" {
+			q = q.Where("j.group_name = ?", f.Group)
+		}
+		if f.Enabled != nil {
+			q = q.Where("j.enabled = ?", *f.Enabled)
+		}
+		if f.Handler != "" {
+			q = q.Where("j.handler = ?", f.Handler)
+		}
+		if f.Author != "" {
+			q = q.Where("j.author = ?", f.Author)
+		}
+		if f.NameLike != "" {
+			q = q.Where("LOWER(j.name) LIKE ? ESCAPE '!'", containsPattern(f.NameLike))
+		}
+		return q
+	}
+	total, err := filter(s.db.NewSelect().Model((*jobRow)(nil))).Count(ctx)
 	if err != nil {
 		return nil, 0, wrap(err, "count jobs")
 	}
 	var rows []jobRow
-	q := s.db.NewSelect().Model(&rows).Order("j.id ASC")
+	q := filter(s.db.NewSelect().Model(&rows)).Order(order...)
 	q = paginate(q, p)
 	if err := q.Scan(ctx); err != nil {
 		return nil, 0, wrap(err, "list jobs")
@@ -272,6 +264,32 @@ func (s *Store) ListJobs(ctx context.Context, p Page) ([]Job, int, error) {
 		out[i] = rows[i].domain()
 	}
 	return out, int(total), nil
+}
+
+// jobOrder is the ORDER BY of a JobFilter.Sort.
+func jobOrder(sort string) ([]string, error) {
+	switch sort {
+	case "", SortIDAsc:
+		return []string{"j.id ASC"}, nil
+	case SortIDDesc:
+		return []string{"j.id DESC"}, nil
+	case SortNameAsc:
+		return []string{"j.name ASC", "j.id ASC"}, nil
+	case SortNameDesc:
+		return []string{"j.name DESC", "j.id DESC"}, nil
+	case SortUpdatedAtAsc:
+		return []string{"j.updated_at ASC", "j.id ASC"}, nil
+	case SortUpdatedAtDesc:
+		return []string{"j.updated_at DESC", "j.id DESC"}, nil
+	}
+	return nil, fmt.Errorf("store: unknown job sort %q (one of %s)", sort, strings.Join(JobSorts, ", "))
+}
+
+// containsPattern is a LIKE pattern (escape character '!') matching values
+// that contain sub, lower-cased: callers compare with LOWER(column).
+func containsPattern(sub string) string {
+	r := strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
+	return "%" + r.Replace(strings.ToLower(sub)) + "%"
 }
 
 // EnabledJobs returns every enabled job.
@@ -390,8 +408,17 @@ func insertToken() int64 {
 // already in a terminal status is never changed; a result for an unknown
 // fire id inserts the run; "running" never overwrites a terminal status.
 func (s *Store) ApplyResults(ctx context.Context, results []cluster.RunResult) error {
+	_, err := s.ApplyResultsFinished(ctx, results)
+	return err
+}
+
+// ApplyResultsFinished is ApplyResults that also returns the runs this call
+// moved to a terminal status (inserted terminal, or changed from a
+// non-terminal status), in fire id order. A replayed report finds its run
+// terminal already and is not listed again, even when two calls race.
+func (s *Store) ApplyResultsFinished(ctx context.Context, results []cluster.RunResult) ([]Finished, error) {
 	if len(results) == 0 {
-		return nil
+		return nil, nil
 	}
 	t := now()
 	// A statement may touch a row once (PostgreSQL enforces it): fold
@@ -401,7 +428,7 @@ func (s *Store) ApplyResults(ctx context.Context, results []cluster.RunResult) e
 	for i := range results {
 		r := &results[i]
 		if r.FireID == "" || r.Status == "" {
-			return fmt.Errorf("store: apply results: result %d has no fire id or status", i)
+			return nil, fmt.Errorf("store: apply results: result %d has no fire id or status", i)
 		}
 		row := resultRowOf(r, t)
 		if j, ok := idx[r.FireID]; ok {
@@ -416,24 +443,72 @@ func (s *Store) ApplyResults(ctx context.Context, results []cluster.RunResult) e
 	sort.Slice(rows, func(i, j int) bool { return rows[i].FireID < rows[j].FireID })
 	chunks := chunkRuns(rows)
 
+	var finished []Finished
 	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		finished = finished[:0]
 		for _, chunk := range chunks {
-			// Returning("NULL"): bun would return the columns it wrote as
-			// NULL/DEFAULT, which nothing reads.
-			q := tx.NewInsert().Model(&chunk).Column(runInsertColumns...).Returning("NULL")
-			if s.dialect == schema.MySQL {
-				q = q.On("DUPLICATE KEY UPDATE").Set(mysqlResultSet)
-			} else {
-				q = q.On("CONFLICT (fire_id) DO UPDATE").Set(upsertResultSet).
-					Where("r.status NOT IN (" + terminalList + ")")
-			}
-			if _, err := q.Exec(ctx); err != nil {
+			changed, err := s.applyResultChunk(ctx, tx, chunk)
+			if err != nil {
 				return err
+			}
+			for _, c := range changed {
+				if cluster.Terminal(c.Status) {
+					finished = append(finished, Finished{FireID: c.FireID, JobID: c.JobID, Status: c.Status})
+				}
 			}
 		}
 		return nil
 	})
-	return wrap(err, "apply %d results", len(rows))
+	if err != nil {
+		return nil, wrap(err, "apply %d results", len(rows))
+	}
+	sort.Slice(finished, func(i, j int) bool { return finished[i].FireID < finished[j].FireID })
+	return finished, nil
+}
+
+// changedRun is a run row an upsert inserted or changed.
+type changedRun struct {
+	FireID string `bun:"fire_id"`
+	JobID  int64  `bun:"job_id"`
+	Status string `bun:"status"`
+}
+
+// applyResultChunk upserts one chunk with a single statement and returns the
+// rows it inserted or changed (a terminal row is never changed).
+func (s *Store) applyResultChunk(ctx context.Context, tx bun.Tx, chunk []runRow) ([]changedRun, error) {
+	var changed []changedRun
+	if s.dialect != schema.MySQL {
+		// RETURNING lists only the rows the statement inserted or updated:
+		// the WHERE clause of DO UPDATE skips terminal runs.
+		err := tx.NewInsert().Model(&chunk).Column(runInsertColumns...).
+			On("CONFLICT (fire_id) DO UPDATE").Set(upsertResultSet).
+			Where("r.status NOT IN ("+terminalList+")").
+			Returning("fire_id, job_id, status").
+			Scan(ctx, &changed)
+		return changed, err
+	}
+	// MySQL: mark the rows this statement inserts or changes with a random
+	// token (a terminal row keeps its own) and read the marked ones back.
+	token := insertToken()
+	_, err := tx.NewInsert().Model(&chunk).Column(runInsertColumns...).
+		Value("insert_token", "?", token).
+		On("DUPLICATE KEY UPDATE").
+		Set("insert_token = IF(status IN ("+terminalList+"), insert_token, ?)", token).
+		Set(mysqlResultSet).
+		Returning("NULL"). // MariaDB would otherwise return the NULL columns
+		Exec(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(chunk))
+	for i := range chunk {
+		ids[i] = chunk[i].FireID
+	}
+	err = tx.NewSelect().TableExpr("runs").Column("fire_id", "job_id", "status").
+		Where("fire_id IN (?)", bun.List(ids)).
+		Where("insert_token = ?", token).
+		Scan(ctx, &changed)
+	return changed, err
 }
 
 // terminalList is the SQL list of terminal statuses.
@@ -465,6 +540,7 @@ exit_code = COALESCE(EXCLUDED.exit_code, r.exit_code),
 output = EXCLUDED.output,
 output_truncated = EXCLUDED.output_truncated,
 message = EXCLUDED.message,
+attempt = CASE WHEN EXCLUDED.attempt > 0 THEN EXCLUDED.attempt ELSE r.attempt END,
 updated_at = EXCLUDED.updated_at`
 
 // mysqlResultSet is upsertResultSet for MySQL's ON DUPLICATE KEY UPDATE,
@@ -480,6 +556,7 @@ exit_code = IF(` + keep + `, exit_code, COALESCE(VALUES(exit_code), exit_code)),
 output = IF(` + keep + `, output, VALUES(output)),
 output_truncated = IF(` + keep + `, output_truncated, VALUES(output_truncated)),
 message = IF(` + keep + `, message, VALUES(message)),
+attempt = IF(` + keep + ` OR VALUES(attempt) <= 0, attempt, VALUES(attempt)),
 updated_at = IF(` + keep + `, updated_at, VALUES(updated_at)),
 status = IF(` + keep + ` OR VALUES(status) = '` + cluster.StatusTriggered + `', status, VALUES(status))`
 }()
@@ -506,16 +583,39 @@ func (s *Store) RunByFireID(ctx context.Context, fireID string) (*Run, error) {
 
 // ListRuns returns a page of a job's runs, newest scheduled first, and the total.
 func (s *Store) ListRuns(ctx context.Context, jobID int64, p Page) ([]Run, int, error) {
-	total, err := s.db.NewSelect().Model((*runRow)(nil)).Where("r.job_id = ?", jobID).Count(ctx)
+	return s.FindRuns(ctx, RunFilter{JobID: jobID}, p)
+}
+
+// FindRuns returns a page of the runs f selects, newest scheduled first
+// (ties: newest id first), and how many it selects in all.
+func (s *Store) FindRuns(ctx context.Context, f RunFilter, p Page) ([]Run, int, error) {
+	filter := func(q *bun.SelectQuery) *bun.SelectQuery {
+		if f.JobID != 0 {
+			q = q.Where("r.job_id = ?", f.JobID)
+		}
+		if f.Status != "" {
+			q = q.Where("r.status = ?", f.Status)
+		}
+		if f.Node != "" {
+			q = q.Where("r.node = ?", f.Node)
+		}
+		if !f.From.IsZero() {
+			q = q.Where("r.scheduled_at >= ?", utc(f.From))
+		}
+		if !f.To.IsZero() {
+			q = q.Where("r.scheduled_at < ?", utc(f.To))
+		}
+		return q
+	}
+	total, err := filter(s.db.NewSelect().Model((*runRow)(nil))).Count(ctx)
 	if err != nil {
-		return nil, 0, wrap(err, "count runs of job %d", jobID)
+		return nil, 0, wrap(err, "count runs")
 	}
 	var rows []runRow
-	q := s.db.NewSelect().Model(&rows).Where("r.job_id = ?", jobID).
-		Order("r.scheduled_at DESC", "r.id DESC")
+	q := filter(s.db.NewSelect().Model(&rows)).Order("r.scheduled_at DESC", "r.id DESC")
 	q = paginate(q, p)
 	if err := q.Scan(ctx); err != nil {
-		return nil, 0, wrap(err, "list runs of job %d", jobID)
+		return nil, 0, wrap(err, "list runs")
 	}
 	out := make([]Run, len(rows))
 	for i := range rows {

@@ -24,6 +24,7 @@ func runSuite(t *testing.T, newDSN func(t *testing.T) string) {
 		t.Helper()
 		return openDSN(t, newDSN(t))
 	}
+	runModelSuite(t, open)
 
 	t.Run("Migrations", func(t *testing.T) {
 		t.Parallel()

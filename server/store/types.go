@@ -32,11 +32,70 @@ type User struct {
 
 // Group is an xxl-job "executor": an appname whose nodes run its jobs.
 type Group struct {
-	ID        int64
-	AppName   string
-	Title     string
+	ID      int64
+	AppName string
+	Title   string
+	// AddressType is AddressAuto (members are the live nodes registered with
+	// this group) or AddressManual (members are Addresses). "" is stored as auto.
+	AddressType string
+	// Addresses are the node uuids of a manual group, in order.
+	Addresses []string
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// Address types of a group (xxl-job addressType 0 and 1).
+const (
+	AddressAuto   = "auto"
+	AddressManual = "manual"
+)
+
+// GroupFilter selects groups; empty fields match every group.
+type GroupFilter struct {
+	// AppName and Title match groups whose appname/title contain them (case-insensitive).
+	AppName string
+	Title   string
+}
+
+// Job sort orders of JobFilter.Sort.
+const (
+	SortIDAsc         = "id"
+	SortIDDesc        = "-id"
+	SortNameAsc       = "name"
+	SortNameDesc      = "-name"
+	SortUpdatedAtAsc  = "updated_at"
+	SortUpdatedAtDesc = "-updated_at"
+)
+
+// JobSorts lists every JobFilter.Sort value.
+var JobSorts = []string{SortIDAsc, SortIDDesc, SortNameAsc, SortNameDesc, SortUpdatedAtAsc, SortUpdatedAtDesc}
+
+// JobFilter selects jobs; zero fields match every job.
+type JobFilter struct {
+	Group    string // exact group appname
+	Enabled  *bool
+	Handler  string // exact handler name
+	Author   string // exact author
+	NameLike string // name contains it (case-insensitive)
+	// Sort is one of JobSorts; "" = SortIDAsc. Ties break by id.
+	Sort string
+}
+
+// RunFilter selects runs; zero fields match every run.
+type RunFilter struct {
+	JobID  int64
+	Status string
+	Node   string
+	// From (inclusive) and To (exclusive) bound ScheduledAt; zero = open.
+	From time.Time
+	To   time.Time
+}
+
+// Finished is a run an ApplyResultsFinished call moved to a terminal status.
+type Finished struct {
+	FireID string
+	JobID  int64
+	Status string
 }
 
 // Job is a job definition.

@@ -275,8 +275,12 @@ type RunRequest struct {
 	// Scheduled time in Unix nanoseconds (UTC); 0 means unset.
 	ScheduledAtUnixNano int64 `protobuf:"varint,5,opt,name=scheduled_at_unix_nano,json=scheduledAtUnixNano,proto3" json:"scheduled_at_unix_nano,omitempty"`
 	Attempt             int32 `protobuf:"varint,6,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Sharding (SHARDING_BROADCAST): this target's index from 0 and the
+	// number of targets; both 0 when the job is not sharded.
+	ShardIndex    int32 `protobuf:"varint,7,opt,name=shard_index,json=shardIndex,proto3" json:"shard_index,omitempty"`
+	ShardTotal    int32 `protobuf:"varint,8,opt,name=shard_total,json=shardTotal,proto3" json:"shard_total,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunRequest) Reset() {
@@ -347,6 +351,20 @@ func (x *RunRequest) GetScheduledAtUnixNano() int64 {
 func (x *RunRequest) GetAttempt() int32 {
 	if x != nil {
 		return x.Attempt
+	}
+	return 0
+}
+
+func (x *RunRequest) GetShardIndex() int32 {
+	if x != nil {
+		return x.ShardIndex
+	}
+	return 0
+}
+
+func (x *RunRequest) GetShardTotal() int32 {
+	if x != nil {
+		return x.ShardTotal
 	}
 	return 0
 }
@@ -581,7 +599,7 @@ const file_handler_proto_rawDesc = "" +
 	"\rparams_schema\x18\x04 \x01(\fR\fparamsSchema\")\n" +
 	"\x0fValidateRequest\x12\x16\n" +
 	"\x06params\x18\x01 \x01(\fR\x06params\"\x12\n" +
-	"\x10ValidateResponse\"\xbe\x01\n" +
+	"\x10ValidateResponse\"\x80\x02\n" +
 	"\n" +
 	"RunRequest\x12\x17\n" +
 	"\afire_id\x18\x01 \x01(\tR\x06fireId\x12\x15\n" +
@@ -589,7 +607,11 @@ const file_handler_proto_rawDesc = "" +
 	"\bjob_name\x18\x03 \x01(\tR\ajobName\x12\x16\n" +
 	"\x06params\x18\x04 \x01(\fR\x06params\x123\n" +
 	"\x16scheduled_at_unix_nano\x18\x05 \x01(\x03R\x13scheduledAtUnixNano\x12\x18\n" +
-	"\aattempt\x18\x06 \x01(\x05R\aattempt\"g\n" +
+	"\aattempt\x18\x06 \x01(\x05R\aattempt\x12\x1f\n" +
+	"\vshard_index\x18\a \x01(\x05R\n" +
+	"shardIndex\x12\x1f\n" +
+	"\vshard_total\x18\b \x01(\x05R\n" +
+	"shardTotal\"g\n" +
 	"\bRunEvent\x12\x18\n" +
 	"\x06output\x18\x01 \x01(\fH\x00R\x06output\x128\n" +
 	"\x06result\x18\x02 \x01(\v2\x1e.cronix.pluginapi.v1.RunResultH\x00R\x06resultB\a\n" +

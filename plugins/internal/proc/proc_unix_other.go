@@ -1,10 +1,10 @@
 //go:build unix && !linux
 
-package shell
+package proc
 
 import "syscall"
 
-// sysProcAttr puts the script in its own process group.
+// sysProcAttr puts the process in its own process group.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }

@@ -1,10 +1,10 @@
 //go:build linux
 
-package shell
+package proc
 
 import "syscall"
 
-// sysProcAttr puts the script in its own process group and kills it if the
+// sysProcAttr puts the process in its own process group and kills it if the
 // plugin process dies.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

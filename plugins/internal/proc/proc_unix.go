@@ -1,13 +1,13 @@
 //go:build unix
 
-package shell
+package proc
 
 import (
 	"os/exec"
 	"syscall"
 )
 
-// signalGroup sends sig to the script's process group (its pgid is the
+// signalGroup sends sig to the process group (its pgid is the
 // main process's pid, thanks to Setpgid).
 func signalGroup(_ *exec.Cmd, pgid int, sig syscall.Signal) {
 	_ = syscall.Kill(-pgid, sig)

@@ -1,0 +1,174 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cronix/cronix/cluster"
+)
+
+// killByRequest is the message of a fire killed through the API.
+const killByRequest = "killed by request"
+
+// procKey is the proc key of one long run: written once the run passes
+// ProcThreshold, under the registration lease, and deleted when it ends.
+type procKey struct {
+	a       *Agent
+	e       *execution
+	started time.Time
+	timer   *time.Timer
+
+	mu    sync.Mutex // held while writing, so stop cannot race the put
+	ended bool
+	key   string
+}
+
+// startProc arms the proc key of a run that just started.
+func (a *Agent) startProc(e *execution, started time.Time) *procKey {
+	p := &procKey{a: a, e: e, started: started}
+	p.timer = time.AfterFunc(a.cfg.ProcThreshold, p.register)
+	return p
+}
+
+func (p *procKey) register() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended {
+		return
+	}
+	a := p.a
+	key := a.cfg.Keys.Proc(a.cfg.UUID, p.e.d.Job.JobID, p.e.num)
+	v, err := json.Marshal(cluster.ProcInfo{PID: p.e.num, FireID: p.e.d.FireID, Started: p.started})
+	if err != nil {
+		a.log.Error("agent: encode proc info", "error", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := a.etcd.Put(ctx, key, string(v), clientv3.WithLease(a.reg.leaseID())); err != nil {
+		a.log.Warn("agent: registering proc key", "key", key, "error", err)
+		return
+	}
+	p.key = key
+}
+
+// stop deletes the proc key if it was written; later it will not be.
+func (p *procKey) stop() {
+	p.timer.Stop()
+	p.mu.Lock()
+	p.ended = true
+	key := p.key
+	p.mu.Unlock()
+	if key == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := p.a.etcd.Delete(ctx, key); err != nil {
+		p.a.log.Warn("agent: deleting proc key (its lease will remove it)", "key", key, "error", err)
+	}
+}
+
+// control watches this node's proc keys (a replica sets Killed to kill a
+// long run) and kill keys (a kill of a fire that has no proc key yet). It
+// lists the kill keys first, so a request made while the agent was not
+// watching is not missed.
+func (a *Agent) control(ctx context.Context) {
+	defer close(a.controlDone)
+	procPrefix := a.cfg.Keys.ProcPrefix(a.cfg.UUID)
+	killPrefix := a.cfg.Keys.KillPrefix(a.cfg.UUID)
+	var bo backoff
+	for ctx.Err() == nil {
+		resp, err := a.etcd.Get(ctx, killPrefix, clientv3.WithPrefix())
+		if err != nil {
+			if ctx.Err() == nil {
+				a.log.Warn("agent: listing kill requests", "error", err)
+				sleepCtx(ctx, bo.next())
+			}
+			continue
+		}
+		for _, kv := range resp.Kvs {
+			a.onKillKey(ctx, kv)
+		}
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		rev := clientv3.WithRev(resp.Header.Revision + 1)
+		kch := a.etcd.Watch(wctx, killPrefix, clientv3.WithPrefix(), rev)
+		pch := a.etcd.Watch(wctx, procPrefix, clientv3.WithPrefix(), rev)
+		a.watchControl(ctx, kch, pch, &bo)
+		cancel()
+		if ctx.Err() == nil {
+			sleepCtx(ctx, bo.next())
+		}
+	}
+}
+
+// watchControl handles control events until a watch breaks or ctx ends.
+func (a *Agent) watchControl(ctx context.Context, kch, pch clientv3.WatchChan, bo *backoff) {
+	for {
+		var (
+			wresp clientv3.WatchResponse
+			ok    bool
+			proc  bool
+		)
+		select {
+		case <-ctx.Done():
+			return
+		case wresp, ok = <-kch:
+		case wresp, ok = <-pch:
+			proc = true
+		}
+		if !ok {
+			return
+		}
+		if err := wresp.Err(); err != nil {
+			a.log.Warn("agent: control watch broke; listing again", "error", err)
+			return
+		}
+		bo.reset()
+		for _, ev := range wresp.Events {
+			if ev.Type != clientv3.EventTypePut {
+				continue
+			}
+			if proc {
+				a.onProcKey(ctx, ev.Kv)
+			} else {
+				a.onKillKey(ctx, ev.Kv)
+			}
+		}
+	}
+}
+
+// onProcKey kills the run of a proc key a replica marked Killed.
+func (a *Agent) onProcKey(ctx context.Context, kv *mvccpb.KeyValue) {
+	var info cluster.ProcInfo
+	if err := json.Unmarshal(kv.Value, &info); err != nil {
+		a.log.Warn("agent: unreadable proc key", "key", string(kv.Key), "error", err)
+		return
+	}
+	if !info.Killed {
+		return
+	}
+	a.log.Info("agent: kill requested through proc key", "fire_id", info.FireID, "key", string(kv.Key))
+	if !a.kill(info.FireID, killByRequest, false) {
+		// Not ours any more (ended, or left by an earlier process): drop it.
+		if _, err := a.etcd.Delete(ctx, string(kv.Key)); err != nil && ctx.Err() == nil {
+			a.log.Warn("agent: deleting stale proc key", "key", string(kv.Key), "error", err)
+		}
+	}
+}
+
+// onKillKey kills (or remembers to kill) the fire a kill key names, then
+// deletes the key.
+func (a *Agent) onKillKey(ctx context.Context, kv *mvccpb.KeyValue) {
+	fireID := cluster.LastSegment(string(kv.Key))
+	a.log.Info("agent: kill requested", "fire_id", fireID)
+	a.kill(fireID, killByRequest, true)
+	if _, err := a.etcd.Delete(ctx, string(kv.Key)); err != nil && ctx.Err() == nil {
+		a.log.Warn("agent: deleting kill request", "key", string(kv.Key), "error", err)
+	}
+}

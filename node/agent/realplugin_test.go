@@ -1,0 +1,64 @@
+package agent
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/node/pluginhost"
+	"github.com/cronix/cronix/server/embedetcd/etcdtest"
+)
+
+// TestKillAndTimeoutWithRealShellPlugin is the acceptance test of kill and
+// timeout with a real plugin process: a running `sleep 60` is killed within
+// 1s of its proc key being marked, and its proc key disappears; a script
+// over its timeout is stopped and reported "timeout".
+func TestKillAndTimeoutWithRealShellPlugin(t *testing.T) {
+	t.Parallel()
+	host := pluginhost.New(testLogger(), []pluginhost.Spec{{Name: "shell", Cmd: []string{shellBin}}})
+	require.NoError(t, host.Start(t.Context()))
+	t.Cleanup(host.Stop)
+
+	b := &bundle{etcd: etcdtest.Client(t), runner: newTestRunner(), srv: newResultServer(t)}
+	b.cfg = Config{
+		UUID: "node-real", Keys: cluster.NewKeys(""), LeaseTTL: 2 * time.Second,
+		ServerURLs: []string{b.srv.URL}, NodeToken: "node-secret", ReportInterval: 20 * time.Millisecond,
+		FlushTimeout: 2 * time.Second, ProcThreshold: 200 * time.Millisecond, Logger: testLogger(),
+	}
+	a, err := New(b.cfg, b.etcd, host)
+	require.NoError(t, err)
+	t.Cleanup(a.Stop)
+	b.agent = a
+	require.NoError(t, a.Start(t.Context()))
+
+	b.dispatchJob(t, "20-1000", "shell", `{"script":"echo started; sleep 60"}`, retries(2, 0))
+	key, info := b.procKeyOf(t, "20-1000")
+	info.Killed = true
+	v, err := json.Marshal(info)
+	require.NoError(t, err)
+	asked := time.Now()
+	_, err = b.etcd.Put(t.Context(), key, string(v), clientv3.WithIgnoreLease())
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, ok := b.srv.final("20-1000"); return ok }, time.Second, tick,
+		"a running sleep 60 is killed within 1s")
+	t.Logf("killed %s after the request", time.Since(asked))
+	res, _ := b.srv.final("20-1000")
+	require.Equal(t, cluster.StatusKilled, res.Status)
+	require.Equal(t, 1, res.Attempt, "a kill is not retried")
+	require.Contains(t, res.Output, "started")
+	require.Eventually(t, func() bool {
+		resp, err := b.etcd.Get(t.Context(), key, clientv3.WithCountOnly())
+		return err == nil && resp.Count == 0
+	}, waitFor, tick, "proc key gone")
+
+	b.dispatchJob(t, "21-1000", "shell", `{"script":"echo waiting; sleep 60"}`,
+		func(j *cluster.JobConfig) { j.TimeoutSeconds = 1 })
+	res = b.waitFinal(t, "21-1000")
+	require.Equal(t, cluster.StatusTimeout, res.Status)
+	require.Contains(t, res.Message, "timed out after 1s")
+	require.Less(t, res.FinishedAt.Sub(*res.StartedAt), 5*time.Second)
+}

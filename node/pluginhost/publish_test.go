@@ -1,0 +1,53 @@
+package pluginhost
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/pluginapi"
+	"github.com/cronix/cronix/server/embedetcd/etcdtest"
+)
+
+func TestPublisherPublishesUnderItsLeaseAndRevokes(t *testing.T) {
+	t.Parallel()
+	cli := etcdtest.Client(t)
+	keys := cluster.NewKeys("/pubtest")
+	infos := []pluginapi.Info{
+		{Name: "http", Version: "1.0.0", Description: "d", ParamsSchema: json.RawMessage(`{"type":"object"}`)},
+		{Name: "shell", Version: "1.2.0", ParamsSchema: json.RawMessage(`{"type":"object","required":["script"]}`)},
+	}
+	p := NewPublisher(cli, keys, "node-1", 5*time.Second, func() []pluginapi.Info { return infos }, nil)
+	require.NoError(t, p.Start(t.Context()))
+	t.Cleanup(p.Stop)
+
+	resp, err := cli.Get(t.Context(), keys.HandlerPrefix(), clientv3.WithPrefix())
+	require.NoError(t, err)
+	require.Len(t, resp.Kvs, 2)
+	require.Equal(t, keys.Handler("http", "node-1"), string(resp.Kvs[0].Key))
+	require.NotZero(t, resp.Kvs[0].Lease, "published under a lease")
+	var got cluster.HandlerInfo
+	require.NoError(t, json.Unmarshal(resp.Kvs[1].Value, &got))
+	require.Equal(t, "shell", got.Name)
+	require.Equal(t, "1.2.0", got.Version)
+	require.Equal(t, "node-1", got.Node)
+	require.JSONEq(t, `{"type":"object","required":["script"]}`, string(got.ParamsSchema))
+
+	// Losing the lease (revoked behind its back) makes it publish again.
+	_, err = cli.Revoke(t.Context(), clientv3.LeaseID(resp.Kvs[0].Lease))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		r, err := cli.Get(t.Context(), keys.HandlerPrefix(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		return err == nil && r.Count == 2
+	}, 10*time.Second, 50*time.Millisecond)
+
+	p.Stop()
+	p.Stop() // idempotent
+	resp, err = cli.Get(t.Context(), keys.HandlerPrefix(), clientv3.WithPrefix())
+	require.NoError(t, err)
+	require.Empty(t, resp.Kvs, "Stop removes the handler keys")
+}

@@ -1,0 +1,287 @@
+// Package http is Cronix's built-in "http" handler: it sends one HTTP(S)
+// request per run and succeeds when the response status is expected (any
+// 2xx by default) and, optionally, the response body matches a regular
+// expression. The response body (up to 1 MiB) is the run's output.
+//
+// TLS certificates are verified unless a job turns that off. A Guard
+// refuses connections to loopback, link-local (including the cloud metadata
+// endpoint 169.254.169.254), unspecified and private addresses; it checks
+// the resolved address of every connection, so a DNS name pointing inside
+// or a redirect cannot get around it. The node allows loopback or private
+// destinations through the CRONIX_HTTP_ALLOW_LOOPBACK and
+// CRONIX_HTTP_ALLOW_PRIVATE environment variables (its
+// --http-allow-loopback and --http-allow-private flags). Environment proxy
+// settings are ignored: a proxy would hide the real destination from the
+// guard.
+package http
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	nethttp "net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cronix/cronix/pluginapi"
+)
+
+// Name is the handler's name: what a job puts in its "handler" field.
+const Name = "http"
+
+// Version is the handler's version.
+const Version = "1.0.0"
+
+const (
+	// DefaultMaxBody is the most response body captured per run.
+	DefaultMaxBody = 1 << 20
+	// maxRedirects bounds the redirects followed.
+	maxRedirects = 10
+	dialTimeout  = 30 * time.Second
+	tlsTimeout   = 15 * time.Second
+)
+
+// Options configure the handler.
+type Options struct {
+	// Guard decides which addresses may be connected to.
+	Guard Guard
+	// MaxBody is the most response body captured; 0 = DefaultMaxBody.
+	MaxBody int64
+}
+
+// OptionsFromEnv reads the Guard settings from EnvAllowLoopback and
+// EnvAllowPrivate through getenv.
+func OptionsFromEnv(getenv func(string) string) Options {
+	on := func(k string) bool {
+		v, _ := strconv.ParseBool(strings.TrimSpace(getenv(k)))
+		return v
+	}
+	return Options{Guard: Guard{AllowLoopback: on(EnvAllowLoopback), AllowPrivate: on(EnvAllowPrivate)}}
+}
+
+type handler struct {
+	opts Options
+}
+
+var _ pluginapi.Handler = (*handler)(nil)
+
+// New returns the http handler configured from this process's environment
+// (see OptionsFromEnv): what a plugin process serves.
+func New() pluginapi.Handler { return NewWithOptions(OptionsFromEnv(os.Getenv)) }
+
+// NewWithOptions returns the http handler with explicit options.
+func NewWithOptions(opts Options) pluginapi.Handler {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	return &handler{opts: opts}
+}
+
+func (h *handler) Info(context.Context) (pluginapi.Info, error) {
+	return pluginapi.Info{
+		Name:         Name,
+		Version:      Version,
+		Description:  "Sends an HTTP(S) request; success is an expected status (default any 2xx) and, optionally, a body matching a regular expression.",
+		ParamsSchema: json.RawMessage(paramsSchema),
+	}, nil
+}
+
+func (h *handler) Validate(_ context.Context, params json.RawMessage) error {
+	p, err := parseParams(params)
+	if err != nil {
+		return err
+	}
+	return checkLiteralHost(h.opts.Guard, p.url)
+}
+
+// Run sends the request. A response with an unexpected status fails the run
+// with the status code as exit code; a body not matching body_regex fails it
+// with exit code 1. When ctx is done the run fails with "timeout" or
+// "killed". An error comes with a failed result when no response was
+// received: permanent for a refused destination or a bad request,
+// retryable for network and TLS failures.
+func (h *handler) Run(ctx context.Context, req pluginapi.Request, out io.Writer) (pluginapi.Result, error) {
+	p, err := parseParams(req.Params)
+	if err != nil {
+		return failed(-1, err.Error()), err
+	}
+	if ctx.Err() != nil {
+		return ctxResult(ctx), nil
+	}
+	reqCtx := ctx
+	if p.TimeoutSeconds > 0 {
+		var cancel context.CancelFunc
+		reqCtx, cancel = context.WithTimeout(ctx, time.Duration(p.TimeoutSeconds)*time.Second)
+		defer cancel()
+	}
+	var body io.Reader
+	if p.Body != "" {
+		body = strings.NewReader(p.Body)
+	}
+	hreq, err := nethttp.NewRequestWithContext(reqCtx, p.Method, p.url.String(), body)
+	if err != nil {
+		err = pluginapi.Permanent(fmt.Errorf("building the request: %w", err))
+		return failed(-1, err.Error()), err
+	}
+	for k, v := range p.Headers {
+		if strings.EqualFold(k, "Host") {
+			hreq.Host = v
+			continue
+		}
+		hreq.Header.Set(k, v)
+	}
+	if hreq.Header.Get("User-Agent") == "" {
+		hreq.Header.Set("User-Agent", "cronix-http/"+Version)
+	}
+
+	client := h.client(p.InsecureSkipVerify)
+	defer client.CloseIdleConnections()
+	start := time.Now()
+	resp, err := client.Do(hreq)
+	if err != nil {
+		return h.requestFailed(ctx, reqCtx, p, err)
+	}
+	defer resp.Body.Close()
+	fmt.Fprintf(out, "%s %s\n%s %s (%d ms)\n\n", p.Method, p.url.Redacted(), resp.Proto, resp.Status, time.Since(start).Milliseconds())
+
+	captured, truncated, readErr := h.capture(resp.Body, out)
+	if readErr != nil {
+		if ctx.Err() != nil {
+			return ctxResult(ctx), nil
+		}
+		if reqCtx.Err() != nil {
+			return failed(-1, fmt.Sprintf("request timed out after %ds while reading the response body", p.TimeoutSeconds)), nil
+		}
+		err = pluginapi.Retryable(fmt.Errorf("reading the response body: %w", readErr))
+		return failed(-1, err.Error()), err
+	}
+	if truncated {
+		fmt.Fprintf(out, "\n[response body truncated at %d bytes]\n", h.opts.MaxBody)
+	}
+	if !statusExpected(resp.StatusCode, p.ExpectedStatus) {
+		return failed(resp.StatusCode, fmt.Sprintf("unexpected status %s (expected %s)", resp.Status, expectedText(p.ExpectedStatus))), nil
+	}
+	if p.regex != nil && !p.regex.Match(captured) {
+		return failed(1, fmt.Sprintf("response body does not match body_regex %q", p.BodyRegex)), nil
+	}
+	return pluginapi.Result{Status: pluginapi.StatusSuccess, Message: resp.Status}, nil
+}
+
+// client builds a client whose every connection (redirects included) goes
+// through the guarded dialer, with no proxy.
+func (h *handler) client(insecure bool) *nethttp.Client {
+	dialer := &net.Dialer{Timeout: dialTimeout, Control: h.opts.Guard.control}
+	transport := &nethttp.Transport{
+		Proxy:               nil,
+		DialContext:         dialer.DialContext,
+		TLSHandshakeTimeout: tlsTimeout,
+		TLSClientConfig:     &tls.Config{InsecureSkipVerify: insecure}, //nolint:gosec // the job asked for it explicitly
+		ForceAttemptHTTP2:   true,
+		DisableKeepAlives:   true,
+	}
+	return &nethttp.Client{
+		Transport: transport,
+		CheckRedirect: func(r *nethttp.Request, via []*nethttp.Request) error {
+			if len(via) >= maxRedirects {
+				return fmt.Errorf("stopped after %d redirects", maxRedirects)
+			}
+			if r.URL.Scheme != "http" && r.URL.Scheme != "https" {
+				return fmt.Errorf("redirect to unsupported scheme %q", r.URL.Scheme)
+			}
+			return nil
+		},
+	}
+}
+
+// capture copies up to MaxBody bytes of body to out and returns them; it
+// reports whether the body was longer.
+func (h *handler) capture(body io.Reader, out io.Writer) (captured []byte, truncated bool, err error) {
+	var buf []byte
+	chunk := make([]byte, 32<<10)
+	limit := h.opts.MaxBody
+	for {
+		n, rerr := body.Read(chunk)
+		if n > 0 {
+			take := int64(n)
+			if room := limit - int64(len(buf)); take > room {
+				take = room
+				truncated = true
+			}
+			buf = append(buf, chunk[:take]...)
+			_, _ = out.Write(chunk[:take])
+			if truncated {
+				return buf, true, nil
+			}
+		}
+		if errors.Is(rerr, io.EOF) {
+			return buf, false, nil
+		}
+		if rerr != nil {
+			return buf, false, rerr
+		}
+	}
+}
+
+// requestFailed maps a failed client.Do to the run's outcome.
+func (h *handler) requestFailed(ctx, reqCtx context.Context, p parsed, err error) (pluginapi.Result, error) {
+	if b, ok := asBlocked(err); ok {
+		err = pluginapi.Permanent(fmt.Errorf("%s %s: %w", p.Method, p.url.Redacted(), b))
+		return failed(-1, err.Error()), err
+	}
+	if ctx.Err() != nil {
+		return ctxResult(ctx), nil
+	}
+	if reqCtx.Err() != nil {
+		return failed(-1, fmt.Sprintf("request timed out after %ds", p.TimeoutSeconds)), nil
+	}
+	err = pluginapi.Retryable(fmt.Errorf("%s %s: %w", p.Method, p.url.Redacted(), unwrapURLError(err)))
+	return failed(-1, err.Error()), err
+}
+
+// unwrapURLError drops net/url's "Get \"...\": " prefix, which repeats the
+// unredacted URL.
+func unwrapURLError(err error) error {
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) {
+		if inner := ue.Unwrap(); inner != nil {
+			return inner
+		}
+	}
+	return err
+}
+
+func statusExpected(code int, expected []int) bool {
+	if len(expected) == 0 {
+		return code >= 200 && code <= 299
+	}
+	return slices.Contains(expected, code)
+}
+
+func expectedText(expected []int) string {
+	if len(expected) == 0 {
+		return "2xx"
+	}
+	parts := make([]string, len(expected))
+	for i, c := range expected {
+		parts[i] = strconv.Itoa(c)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func failed(code int, msg string) pluginapi.Result {
+	return pluginapi.Result{Status: pluginapi.StatusFailed, ExitCode: code, Message: msg}
+}
+
+func ctxResult(ctx context.Context) pluginapi.Result {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return failed(-1, "timeout")
+	}
+	return failed(-1, "killed")
+}

@@ -1,0 +1,297 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	nethttp "net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cronix/cronix/pluginapi"
+	"github.com/cronix/cronix/pluginapi/plugintest"
+)
+
+// loopbackOK is the handler the tests use: httptest servers are on loopback.
+func loopbackOK() pluginapi.Handler {
+	return NewWithOptions(Options{Guard: Guard{AllowLoopback: true}})
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func run(t *testing.T, h pluginapi.Handler, p map[string]any) (pluginapi.Result, string, error) {
+	t.Helper()
+	params, err := json.Marshal(p)
+	require.NoError(t, err)
+	var out lockedBuffer
+	res, err := h.Run(t.Context(), pluginapi.Request{FireID: "1-1", JobID: 1, Params: params}, &out)
+	return res, out.String(), err
+}
+
+func TestContract(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if r.URL.Path == "/slow" {
+			<-r.Context().Done()
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	plugintest.CheckContract(t, loopbackOK(), json.RawMessage(fmt.Sprintf(`{"url":%q}`, srv.URL+"/ok")),
+		plugintest.LongRunning(json.RawMessage(fmt.Sprintf(`{"url":%q}`, srv.URL+"/slow"))))
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	h := NewWithOptions(Options{})
+	for params, field := range map[string]string{
+		`{"url":"https://example.com/x"}`: "-",
+		`{"url":"http://example.com","method":"post","headers":{"X-A":"b"},"body":"{}","expected_status":[200,204],"body_regex":"ok","timeout_seconds":5}`: "-",
+		`{}`:                                              "url",
+		`{"url":""}`:                                      "url",
+		`{"url":"ftp://example.com"}`:                     "url",
+		`{"url":"http://"}`:                               "url",
+		`{"url":"example.com/x"}`:                         "url",
+		`{"url":"http://127.0.0.1:8080/"}`:                "url",
+		`{"url":"http://169.254.169.254/latest"}`:         "url",
+		`{"url":"http://[::1]/"}`:                         "url",
+		`{"url":"http://a.b","method":"BREW"}`:            "method",
+		`{"url":"http://a.b","body_regex":"("}`:           "body_regex",
+		`{"url":"http://a.b","expected_status":[9]}`:      "expected_status",
+		`{"url":"http://a.b","expected_status":"200"}`:    "expected_status",
+		`{"url":"http://a.b","headers":{"Bad Name":"x"}}`: "headers",
+		`{"url":"http://a.b","headers":{"X":"a\nb"}}`:     "headers.X",
+		`{"url":"http://a.b","timeout_seconds":-1}`:       "timeout_seconds",
+		`{"url":"http://a.b","follow":true}`:              "follow",
+		`"http://a.b"`:                                    "",
+	} {
+		err := h.Validate(t.Context(), json.RawMessage(params))
+		if field == "-" {
+			require.NoError(t, err, params)
+			continue
+		}
+		ip, ok := pluginapi.AsInvalidParams(err)
+		require.True(t, ok, "%s: want InvalidParams, got %v", params, err)
+		require.Equal(t, field, ip.Field(), params)
+	}
+}
+
+func TestRequestAndResponse(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.WriteHeader(nethttp.StatusCreated)
+		fmt.Fprintf(w, "%s %s %s %s", r.Method, r.URL.Path, r.Header.Get("X-Token"), body)
+	}))
+	t.Cleanup(srv.Close)
+	res, out, err := run(t, loopbackOK(), map[string]any{
+		"method": "PUT", "url": srv.URL + "/items/7", "headers": map[string]string{"X-Token": "s3cret"},
+		"body": `{"n":1}`, "expected_status": []int{201}, "body_regex": `^PUT /items/7 s3cret \{"n":1\}$`,
+	})
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.StatusSuccess, res.Status, res.Message)
+	require.Contains(t, out, "PUT "+srv.URL+"/items/7\nHTTP/1.1 201 Created")
+	require.True(t, strings.HasSuffix(out, `PUT /items/7 s3cret {"n":1}`), out)
+}
+
+func TestStatusAndBodyChecks(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if r.URL.Path == "/fail" {
+			nethttp.Error(w, "broken", nethttp.StatusInternalServerError)
+			return
+		}
+		_, _ = io.WriteString(w, `{"status":"degraded"}`)
+	}))
+	t.Cleanup(srv.Close)
+	h := loopbackOK()
+
+	res, out, err := run(t, h, map[string]any{"url": srv.URL + "/fail"})
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.Result{Status: pluginapi.StatusFailed, ExitCode: 500,
+		Message: "unexpected status 500 Internal Server Error (expected 2xx)"}, res)
+	require.Contains(t, out, "broken")
+
+	res, _, err = run(t, h, map[string]any{"url": srv.URL + "/fail", "expected_status": []int{500, 503}})
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.StatusSuccess, res.Status)
+
+	res, _, err = run(t, h, map[string]any{"url": srv.URL + "/ok", "body_regex": `"status":"ok"`})
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.StatusFailed, res.Status)
+	require.Contains(t, res.Message, "does not match body_regex")
+
+	res, _, err = run(t, h, map[string]any{"url": srv.URL + "/ok", "expected_status": []int{204}})
+	require.NoError(t, err)
+	require.Equal(t, 200, res.ExitCode)
+	require.Contains(t, res.Message, "expected 204")
+}
+
+func TestLoopbackIsRefusedByDefault(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int32
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(http nethttp.ResponseWriter, _ *nethttp.Request) { hits.Add(1) }))
+	t.Cleanup(srv.Close)
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	h := NewWithOptions(Options{}) // what a node without --http-allow-loopback runs
+
+	// A literal address, and a name that resolves to loopback (only the
+	// dial-time check can see that).
+	for _, u := range []string{srv.URL, "http://localhost:" + port + "/"} {
+		res, _, err := run(t, h, map[string]any{"url": u})
+		require.Error(t, err, u)
+		require.True(t, pluginapi.IsPermanent(err), u)
+		require.Contains(t, err.Error(), "refusing to connect to")
+		require.Contains(t, err.Error(), "loopback address (start the node with --http-allow-loopback to allow it)")
+		require.Equal(t, pluginapi.StatusFailed, res.Status)
+	}
+	require.Zero(t, hits.Load(), "the refused requests reached the server")
+}
+
+func TestRedirectCannotEscapeTheGuard(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		nethttp.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", nethttp.StatusFound)
+	}))
+	t.Cleanup(srv.Close)
+	_, _, err := run(t, NewWithOptions(Options{Guard: Guard{AllowLoopback: true, AllowPrivate: true}}), map[string]any{"url": srv.URL})
+	require.ErrorContains(t, err, "refusing to connect to 169.254.169.254: link-local address")
+	require.True(t, pluginapi.IsPermanent(err))
+}
+
+func TestGuardRanges(t *testing.T) {
+	t.Parallel()
+	strict, open := Guard{}, Guard{AllowLoopback: true, AllowPrivate: true}
+	for addr, want := range map[string]string{
+		"8.8.8.8":          "",
+		"2606:4700::1111":  "",
+		"127.0.0.1":        "loopback",
+		"127.8.9.10":       "loopback",
+		"::1":              "loopback",
+		"::ffff:127.0.0.1": "loopback",
+		"10.1.2.3":         "private",
+		"172.16.0.1":       "private",
+		"192.168.1.1":      "private",
+		"100.64.0.1":       "private",
+		"fd00::1":          "private",
+		"169.254.169.254":  "link-local",
+		"fe80::1":          "link-local",
+		"0.0.0.0":          "unspecified",
+		"::":               "unspecified",
+		"224.0.0.1":        "multicast",
+	} {
+		ip := netip.MustParseAddr(addr)
+		err := strict.Check(ip)
+		if want == "" {
+			require.NoError(t, err, addr)
+			continue
+		}
+		b, ok := asBlocked(err)
+		require.True(t, ok, addr)
+		require.Equal(t, want, b.Class, addr)
+		if want == "loopback" || want == "private" {
+			require.NoError(t, open.Check(ip), addr)
+		} else {
+			require.Error(t, open.Check(ip), "%s can never be allowed", addr)
+		}
+	}
+}
+
+func TestOptionsFromEnv(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{EnvAllowLoopback: "1", EnvAllowPrivate: "no"}
+	require.Equal(t, Guard{AllowLoopback: true}, OptionsFromEnv(func(k string) string { return env[k] }).Guard)
+}
+
+func TestTLSIsVerifiedByDefault(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewTLSServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, _ *nethttp.Request) {
+		_, _ = io.WriteString(w, "secure")
+	}))
+	t.Cleanup(srv.Close)
+	h := loopbackOK()
+	res, _, err := run(t, h, map[string]any{"url": srv.URL})
+	require.ErrorContains(t, err, "certificate")
+	require.Equal(t, pluginapi.StatusFailed, res.Status)
+
+	res, out, err := run(t, h, map[string]any{"url": srv.URL, "insecure_skip_verify": true})
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.StatusSuccess, res.Status)
+	require.True(t, strings.HasSuffix(out, "secure"))
+}
+
+func TestBodyIsCapped(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, _ *nethttp.Request) {
+		chunk := bytes.Repeat([]byte("x"), 64<<10)
+		for range 40 { // 2.5 MiB
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	res, out, err := run(t, loopbackOK(), map[string]any{"url": srv.URL})
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.StatusSuccess, res.Status)
+	require.Equal(t, DefaultMaxBody, strings.Count(out, "x"))
+	require.Contains(t, out, fmt.Sprintf("[response body truncated at %d bytes]", DefaultMaxBody))
+}
+
+func TestRequestTimeout(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(_ nethttp.ResponseWriter, r *nethttp.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() { close(release); srv.Close() })
+	start := time.Now()
+	res, _, err := run(t, loopbackOK(), map[string]any{"url": srv.URL, "timeout_seconds": 1})
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.Result{Status: pluginapi.StatusFailed, ExitCode: -1, Message: "request timed out after 1s"}, res)
+	require.Less(t, time.Since(start), 5*time.Second)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	res, err = loopbackOK().Run(ctx, pluginapi.Request{Params: json.RawMessage(fmt.Sprintf(`{"url":%q}`, srv.URL))}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, "killed", res.Message)
+}
+
+func TestConnectionRefusedIsRetryable(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(nethttp.NotFoundHandler())
+	u := srv.URL
+	srv.Close()
+	_, _, err := run(t, loopbackOK(), map[string]any{"url": u})
+	require.Error(t, err)
+	require.True(t, pluginapi.IsRetryable(err), "%v", err)
+}

@@ -1,0 +1,134 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/server/api"
+)
+
+// shellSchema is a handler schema like the shell plugin's.
+const shellSchema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "properties": {
+    "script": {"type": "string", "minLength": 1},
+    "interpreter": {"type": "string", "enum": ["sh", "bash", "python3"]}
+  },
+  "required": ["script"],
+  "additionalProperties": false
+}`
+
+func putHandler(t *testing.T, b *bundle, h cluster.HandlerInfo) {
+	t.Helper()
+	v, err := json.Marshal(h)
+	require.NoError(t, err)
+	_, err = b.etcd.Put(b.ctx, b.keys.Handler(h.Name, h.Node), string(v))
+	require.NoError(t, err)
+}
+
+func TestListHandlers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	var empty api.HandlerList
+	b.doJSON(http.MethodGet, "/api/v1/handlers", b.token, nil, http.StatusOK, &empty)
+	require.NotNil(t, empty.Items)
+	require.Empty(t, empty.Items)
+	b.errorOf(http.MethodGet, "/api/v1/handlers", "", nil, http.StatusUnauthorized)
+
+	putHandler(t, b, cluster.HandlerInfo{Name: "shell", Version: "1.0.0", Description: "old", ParamsSchema: json.RawMessage(`{"type":"object"}`), Node: "n1"})
+	putHandler(t, b, cluster.HandlerInfo{Name: "shell", Version: "1.2.0", Description: "Runs a script", ParamsSchema: json.RawMessage(shellSchema), Node: "n2"})
+	putHandler(t, b, cluster.HandlerInfo{Name: "http", Version: "1.0.0", Node: "n1"})
+	_, err := b.etcd.Put(b.ctx, b.keys.Handler("broken", "n1"), "{not json")
+	require.NoError(t, err)
+
+	var list api.HandlerList
+	b.doJSON(http.MethodGet, "/api/v1/handlers", b.token, nil, http.StatusOK, &list)
+	require.Len(t, list.Items, 2)
+	require.Equal(t, "http", list.Items[0].Name)
+	require.Equal(t, 1, list.Items[0].Nodes)
+	require.JSONEq(t, `{}`, string(list.Items[0].ParamsSchema))
+	sh := list.Items[1]
+	require.Equal(t, "shell", sh.Name)
+	require.Equal(t, "1.2.0", sh.Version)
+	require.Equal(t, "Runs a script", sh.Description)
+	require.Equal(t, 2, sh.Nodes)
+	require.JSONEq(t, shellSchema, string(sh.ParamsSchema))
+
+	// The raw JSON has the documented field names.
+	_, raw := b.do(http.MethodGet, "/api/v1/handlers", b.token, nil)
+	var fields struct {
+		Items []map[string]any `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &fields))
+	for _, k := range []string{"name", "version", "description", "params_schema", "nodes"} {
+		require.Contains(t, fields.Items[1], k)
+	}
+}
+
+func TestJobParamsAreValidatedAgainstTheHandlerSchema(t *testing.T) {
+	t.Parallel()
+	b := setup(t) // node n1 of group "default" offers shell
+
+	// No schema published yet (e.g. an older node): only the handler check applies.
+	job := validJob()
+	job["params"] = map[string]any{"scipt": "typo"}
+	b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, job, http.StatusCreated, nil)
+
+	putHandler(t, b, cluster.HandlerInfo{Name: "shell", Version: "1.0.0", ParamsSchema: json.RawMessage(shellSchema), Node: "n1"})
+	before := b.jobTotal()
+	keysBefore := b.etcdCount()
+	for params, want := range map[string]string{
+		`{"scipt":"typo"}`:                        "missing property 'script'",
+		`{"script":""}`:                           "/script: ",
+		`{"script":"x","interpreter":"perl"}`:     "/interpreter: value must be one of",
+		`{"script":"x","interpreter":"sh","x":1}`: "additional properties 'x' not allowed",
+	} {
+		job["params"] = json.RawMessage(params)
+		e := b.errorOf(http.MethodPost, "/api/v1/jobs", b.token, job, http.StatusBadRequest)
+		require.Contains(t, e.Fields["params"], "params do not match the shell handler's schema (version 1.0.0)", params)
+		require.Contains(t, e.Fields["params"], want, params)
+	}
+	require.Equal(t, before, b.jobTotal(), "an invalid job is not saved")
+	require.Equal(t, keysBefore, b.etcdCount(), "an invalid job signals nothing")
+
+	job["params"] = json.RawMessage(`{"script":"echo ok","interpreter":"bash"}`)
+	var created api.Job
+	b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, job, http.StatusCreated, &created)
+
+	// Updates are checked too.
+	job["params"] = json.RawMessage(`{}`)
+	e := b.errorOf(http.MethodPut, "/api/v1/jobs/"+strconv.FormatInt(created.ID, 10), b.token, job, http.StatusBadRequest)
+	require.Contains(t, e.Fields["params"], "missing property 'script'")
+
+	// A schema published by a node of another group does not apply.
+	putNode(t, b.etcd, b.keys, cluster.NodeInfo{UUID: "n9", Group: "batch", Status: "online",
+		Plugins: []cluster.PluginInfo{{Name: "shell", Version: "9.0.0"}}, Started: time.Now()})
+	putHandler(t, b, cluster.HandlerInfo{Name: "shell", Version: "9.0.0", Node: "n9",
+		ParamsSchema: json.RawMessage(`{"type":"object","required":["never"]}`)})
+	job["params"] = json.RawMessage(`{"script":"echo"}`)
+	b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, job, http.StatusCreated, nil)
+
+	// The existing handler check still comes first.
+	job["handler"] = "nope"
+	e = b.errorOf(http.MethodPost, "/api/v1/jobs", b.token, job, http.StatusBadRequest)
+	require.Equal(t, `no live node of group "default" offers handler "nope"`, e.Fields["handler"])
+	require.NotContains(t, e.Fields, "params")
+
+	// A node's broken schema does not block saving.
+	_, err := b.etcd.Delete(b.ctx, b.keys.HandlerPrefix(), clientv3.WithPrefix())
+	require.NoError(t, err)
+	putHandler(t, b, cluster.HandlerInfo{Name: "shell", Version: "1.0.0", Node: "n1", ParamsSchema: json.RawMessage(`{"type":"nonsense"}`)})
+	job["handler"] = "shell"
+	job["params"] = json.RawMessage(`{"anything":1}`)
+	b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, job, http.StatusCreated, nil)
+	require.Contains(t, b.logs.String(), "handler params schema does not compile")
+}

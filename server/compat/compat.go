@@ -1,0 +1,370 @@
+// Package compat serves the xxl-job 2.x admin API (seed 001) on top of
+// Cronix's job model, so operations portals written for xxl-job keep
+// working: /jobgroup/list and /jobinfo/{list,add,update,trigger,start,stop,remove}.
+//
+// Requests may carry their parameters as query parameters, a form-encoded
+// body or a JSON object body; replies use xxl-job's envelopes:
+// {"recordsFiltered","data","recordsTotal"} for lists and
+// {"code":200,"msg":null,"content":...} otherwise (code 500 with a message
+// on failure, 401 without a valid token). Jobs are saved through
+// api.Jobs, so validation, group creation and the leader's signal key are
+// exactly the REST API's. See docs/api.md for the field mapping.
+package compat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/server/api"
+	"github.com/cronix/cronix/server/auth"
+	"github.com/cronix/cronix/server/store"
+)
+
+// TokenHeader is xxl-job's access token header.
+const TokenHeader = "XXL-JOB-ACCESS-TOKEN"
+
+// TimeLayout is how xxl-job (Jackson) writes addTime/updateTime, as in seed 001.
+const TimeLayout = "2006-01-02T15:04:05.000-0700"
+
+// maxBodyBytes limits request bodies.
+const maxBodyBytes = 1 << 20
+
+// Config configures the compat handler.
+type Config struct {
+	// Store is the SQL record. Required.
+	Store api.Store
+	// Etcd is the client to the live cluster state. Required.
+	Etcd *clientv3.Client
+	// Keys builds etcd keys; the zero value uses cluster.DefaultRoot.
+	Keys cluster.Keys
+	// Location is the time zone of schedules (xxl-job cron has no zone of its own); nil = time.Local.
+	Location *time.Location
+	// Logger receives internal errors; nil discards.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// handler serves the compat API.
+type handler struct {
+	store api.Store
+	jobs  *api.Jobs
+	loc   *time.Location
+	log   *slog.Logger
+	now   func() time.Time
+}
+
+// New returns the handler of /jobgroup/* and /jobinfo/*. It panics if
+// Store or Etcd is missing (a wiring mistake).
+func New(cfg Config) http.Handler {
+	if cfg.Store == nil || cfg.Etcd == nil {
+		panic("compat: Config.Store and Config.Etcd are required")
+	}
+	h := &handler{
+		store: cfg.Store,
+		jobs:  api.NewJobs(api.Config{Store: cfg.Store, Etcd: cfg.Etcd, Keys: cfg.Keys, Location: cfg.Location, Logger: cfg.Logger, Now: cfg.Now}),
+		loc:   cfg.Location,
+		log:   cfg.Logger,
+		now:   cfg.Now,
+	}
+	if h.loc == nil {
+		h.loc = time.Local
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	routes := map[string]func(ctx context.Context, w http.ResponseWriter, p params, u *store.User) error{
+		"/jobgroup/list":   h.groupList,
+		"/jobinfo/list":    h.jobList,
+		"/jobinfo/add":     h.jobAdd,
+		"/jobinfo/update":  h.jobUpdate,
+		"/jobinfo/trigger": h.jobTrigger,
+		"/jobinfo/start":   h.jobStart,
+		"/jobinfo/stop":    h.jobStop,
+		"/jobinfo/remove":  h.jobRemove,
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fn, ok := routes[r.URL.Path]
+		if !ok {
+			writeJSON(w, http.StatusNotFound, ReturnT{Code: http.StatusNotFound, Msg: ptr("no such xxl-job API route")})
+			return
+		}
+		list := strings.HasSuffix(r.URL.Path, "/list")
+		if r.Method != http.MethodPost && !(list && r.Method == http.MethodGet) {
+			writeJSON(w, http.StatusMethodNotAllowed, ReturnT{Code: http.StatusMethodNotAllowed, Msg: ptr("method not allowed")})
+			return
+		}
+		u, err := h.authenticate(r)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+		p, err := readParams(r)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		if err := fn(r.Context(), w, p, u); err != nil {
+			h.writeError(w, r, err)
+		}
+	})
+}
+
+// ReturnT is xxl-job's reply envelope.
+type ReturnT struct {
+	Code    int     `json:"code"`
+	Msg     *string `json:"msg"`
+	Content any     `json:"content"`
+}
+
+// PageList is xxl-job's list envelope.
+type PageList[T any] struct {
+	RecordsFiltered int `json:"recordsFiltered"`
+	Data            []T `json:"data"`
+	RecordsTotal    int `json:"recordsTotal"`
+}
+
+func ptr(s string) *string { return &s }
+
+// badRequest is invalid input, answered with code 500 like xxl-job.
+type badRequest struct{ msg string }
+
+func (e *badRequest) Error() string { return e.msg }
+
+func invalid(format string, args ...any) error { return &badRequest{fmt.Sprintf(format, args...)} }
+
+var errUnauthorized = errors.New("missing or invalid access token")
+
+// writeError answers err in the ReturnT envelope: 401 for a bad token;
+// code 500 with HTTP 200 for invalid input, unknown ids and conflicts (as
+// xxl-job does); HTTP 500 for internal errors.
+func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		br  *badRequest
+		ve  *api.ValidationError
+		mbe *http.MaxBytesError
+	)
+	switch {
+	case errors.Is(err, errUnauthorized):
+		writeJSON(w, http.StatusUnauthorized, ReturnT{Code: http.StatusUnauthorized, Msg: ptr(err.Error())})
+	case errors.As(err, &br):
+		writeJSON(w, http.StatusOK, ReturnT{Code: 500, Msg: ptr(br.msg)})
+	case errors.As(err, &ve):
+		writeJSON(w, http.StatusOK, ReturnT{Code: 500, Msg: ptr(validationMessage(ve))})
+	case errors.As(err, &mbe):
+		writeJSON(w, http.StatusRequestEntityTooLarge, ReturnT{Code: 500, Msg: ptr("request body too large")})
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrConflict):
+		msg := err.Error()
+		if i := strings.Index(msg, ": "); i > 0 {
+			msg = msg[:i] // the public part (api errors start with it)
+		}
+		writeJSON(w, http.StatusOK, ReturnT{Code: 500, Msg: ptr(msg)})
+	default:
+		h.log.ErrorContext(r.Context(), "xxl-job compat request failed",
+			slog.String("path", r.URL.Path), slog.Any("error", err))
+		writeJSON(w, http.StatusInternalServerError, ReturnT{Code: 500, Msg: ptr("internal error")})
+	}
+}
+
+// xxlField names the xxl-job parameter of an API job field, for messages.
+var xxlField = map[string]string{
+	"name": "jobDesc", "group": "jobGroup", "schedule": "jobCron", "schedule_type": "scheduleType",
+	"handler": "executorHandler", "params": "executorParam", "timeout_seconds": "executorTimeout",
+	"route_strategy": "executorRouteStrategy", "block_strategy": "executorBlockStrategy",
+	"misfire_policy": "misfireStrategy", "retry_count": "executorFailRetryCount",
+	"alarm_emails": "alarmEmail", "child_job_ids": "childJobId", "author": "author",
+}
+
+func validationMessage(ve *api.ValidationError) string {
+	if len(ve.Fields) == 0 {
+		return ve.Message
+	}
+	keys := make([]string, 0, len(ve.Fields))
+	for k := range ve.Fields {
+		keys = append(keys, k)
+	}
+	sortStrings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		name := k
+		if x, ok := xxlField[k]; ok {
+			name = x
+		}
+		parts = append(parts, name+": "+ve.Fields[k])
+	}
+	return ve.Message + ": " + strings.Join(parts, "; ")
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"code":500,"msg":"internal error","content":null}`)
+	}
+	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// authenticate accepts a login token (POST /api/v1/auth/login) in the
+// XXL-JOB-ACCESS-TOKEN header or as "Authorization: Bearer".
+func (h *handler) authenticate(r *http.Request) (*store.User, error) {
+	token := strings.TrimSpace(r.Header.Get(TokenHeader))
+	if token == "" {
+		if scheme, t, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+			token = strings.TrimSpace(t)
+		}
+	}
+	u, err := auth.Authenticate(r.Context(), h.store, token, h.now())
+	if errors.Is(err, auth.ErrInvalidToken) {
+		return nil, errUnauthorized
+	}
+	return u, err
+}
+
+// params are a request's parameters: query, then form or JSON body (the
+// body wins). JSON numbers and booleans are kept as their literal text.
+type params map[string]string
+
+func (p params) has(k string) bool { _, ok := p[k]; return ok }
+
+func (p params) str(k string) string { return strings.TrimSpace(p[k]) }
+
+// int reads an integer parameter; blank is def.
+func (p params) int(k string, def int64) (int64, error) {
+	v := p.str(k)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, invalid("%s must be an integer, not %q", k, v)
+	}
+	return n, nil
+}
+
+func readParams(r *http.Request) (params, error) {
+	p := params{}
+	for k, v := range r.URL.Query() {
+		if len(v) > 0 {
+			p[k] = v[0]
+		}
+	}
+	if r.Body == nil || r.Method == http.MethodGet {
+		return p, nil
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, invalid("cannot read the request body: %v", err)
+	}
+	trimmed := strings.TrimSpace(string(body))
+	if trimmed == "" {
+		return p, nil
+	}
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct == "application/json" || (ct == "" && strings.HasPrefix(trimmed, "{")) || strings.HasPrefix(trimmed, "{") {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(body, &m); err != nil {
+			return nil, invalid("malformed JSON body: %v", err)
+		}
+		for k, raw := range m {
+			var s string
+			switch {
+			case string(raw) == "null":
+				s = ""
+			case json.Unmarshal(raw, &s) == nil:
+			default:
+				s = string(raw) // number, boolean, or nested value as JSON text
+			}
+			p[k] = s
+		}
+		return p, nil
+	}
+	form, err := url.ParseQuery(trimmed)
+	if err != nil {
+		return nil, invalid("malformed form body: %v", err)
+	}
+	for k, v := range form {
+		if len(v) > 0 {
+			p[k] = v[0]
+		}
+	}
+	return p, nil
+}
+
+// page reads pageNum/pageSize (seed 001) or xxl-job's start/length.
+func page(p params) (store.Page, int, error) {
+	size, err := p.int("pageSize", 10)
+	if err != nil {
+		return store.Page{}, 0, err
+	}
+	num, err := p.int("pageNum", 1)
+	if err != nil {
+		return store.Page{}, 0, err
+	}
+	if p.has("length") {
+		if size, err = p.int("length", 10); err != nil {
+			return store.Page{}, 0, err
+		}
+	}
+	if size < 1 || size > api.MaxPageSize {
+		return store.Page{}, 0, invalid("pageSize must be from 1 to %d", api.MaxPageSize)
+	}
+	if num < 1 {
+		return store.Page{}, 0, invalid("pageNum must be ≥ 1")
+	}
+	offset := int((num - 1) * size)
+	if p.has("start") {
+		start, err := p.int("start", 0)
+		if err != nil {
+			return store.Page{}, 0, err
+		}
+		if start < 0 {
+			return store.Page{}, 0, invalid("start must be ≥ 0")
+		}
+		offset = int(start)
+	}
+	// Store pages count from 1: an offset that is not a multiple of the
+	// size reads the rows up to it and skips them.
+	if offset%int(size) == 0 {
+		return store.Page{Page: offset/int(size) + 1, PageSize: int(size)}, 0, nil
+	}
+	return store.Page{Page: 1, PageSize: offset + int(size)}, offset, nil
+}
+
+// window is items without the first skip.
+func window[T any](items []T, skip int) []T {
+	if skip >= len(items) {
+		return []T{}
+	}
+	return items[skip:]
+}

@@ -268,7 +268,7 @@ func TestRunDeadlineAndCancelReachTheHandler(t *testing.T) {
 		go func() {
 			res, err := h.Run(ctx, pluginapi.Request{}, io.Discard)
 			if err == nil || res.Message != "killed" {
-				err = fmt.Errorf("got %+v, %v; want killed, context.Canceled", res, err)
+				err = fmt.Errorf("got %+v, %w; want killed, context.Canceled", res, err)
 			} else if errors.Is(err, context.Canceled) {
 				err = nil
 			}

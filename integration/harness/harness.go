@@ -117,7 +117,7 @@ func (p *Proc) WaitOutput(re *regexp.Regexp, timeout time.Duration) (string, err
 		}
 		select {
 		case <-p.done:
-			return "", fmt.Errorf("process exited (%v) before printing %s:\n%s", p.err, re, p.Output())
+			return "", fmt.Errorf("process exited (%w) before printing %s:\n%s", p.err, re, p.Output())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -182,7 +182,7 @@ func (c *Client) WaitHealthy(timeout time.Duration) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("not healthy within %s: %v", timeout, last)
+	return fmt.Errorf("not healthy within %s: %w", timeout, last)
 }
 
 // Do sends a JSON request and decodes a JSON reply into out (if non-nil).

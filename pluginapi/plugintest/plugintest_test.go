@@ -62,7 +62,7 @@ func (h brokenHandler) Run(ctx context.Context, _ pluginapi.Request, _ io.Writer
 		return pluginapi.Result{Status: pluginapi.StatusSuccess}, nil
 	}
 	if ctx.Err() != nil {
-		return pluginapi.Result{Status: pluginapi.StatusFailed, Message: "killed"}, nil
+		return pluginapi.Result{Status: pluginapi.StatusFailed, Message: "killed"}, nil //nolint:nilerr // a run stopped by its context is a result, not a handler error
 	}
 	return pluginapi.Result{Status: pluginapi.StatusSuccess}, nil
 }

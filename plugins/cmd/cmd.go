@@ -106,7 +106,7 @@ func (h *handler) Run(ctx context.Context, req pluginapi.Request, out io.Writer)
 		return proc.Failed(-1, err.Error()), err
 	}
 	if ctx.Err() != nil {
-		return proc.CtxResult(ctx), nil
+		return proc.CtxResult(ctx), nil //nolint:nilerr // a run stopped by its context is a result, not a handler error
 	}
 	path := p.Argv[0]
 	if !strings.Contains(path, "/") {

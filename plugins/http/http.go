@@ -113,7 +113,7 @@ func (h *handler) Run(ctx context.Context, req pluginapi.Request, out io.Writer)
 		return failed(-1, err.Error()), err
 	}
 	if ctx.Err() != nil {
-		return ctxResult(ctx), nil
+		return ctxResult(ctx), nil //nolint:nilerr // a run stopped by its context is a result, not a handler error
 	}
 	reqCtx := ctx
 	if p.TimeoutSeconds > 0 {
@@ -236,10 +236,10 @@ func (h *handler) requestFailed(ctx, reqCtx context.Context, p parsed, err error
 		return failed(-1, err.Error()), err
 	}
 	if ctx.Err() != nil {
-		return ctxResult(ctx), nil
+		return ctxResult(ctx), nil //nolint:nilerr // the run was stopped: that is its result
 	}
 	if reqCtx.Err() != nil {
-		return failed(-1, fmt.Sprintf("request timed out after %ds", p.TimeoutSeconds)), nil
+		return failed(-1, fmt.Sprintf("request timed out after %ds", p.TimeoutSeconds)), nil //nolint:nilerr // a timed-out request is a failed run
 	}
 	err = pluginapi.Retryable(fmt.Errorf("%s %s: %w", p.Method, p.url.Redacted(), unwrapURLError(err)))
 	return failed(-1, err.Error()), err

@@ -151,7 +151,7 @@ func parseParams(raw json.RawMessage) (parsed, error) {
 func checkLiteralHost(g Guard, u *url.URL) error {
 	ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]"))
 	if err != nil {
-		return nil // a name: checked when it is resolved
+		return nil //nolint:nilerr // not an IP literal but a name: checked when it is resolved
 	}
 	if err := g.Check(ip); err != nil {
 		return pluginapi.InvalidParams("url", err.Error())

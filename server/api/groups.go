@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -155,7 +156,7 @@ func groupFromStore(g *store.Group, nodes []cluster.NodeInfo) Group {
 func decodeGroup(r *http.Request) (*store.Group, error) {
 	var req GroupRequest
 	if err := decodeJSON(r, &req, true); err != nil {
-		if err == errEmptyBody {
+		if errors.Is(err, errEmptyBody) {
 			return nil, &ValidationError{Message: "request body is empty"}
 		}
 		return nil, err

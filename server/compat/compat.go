@@ -106,7 +106,7 @@ func New(cfg Config) http.Handler {
 			return
 		}
 		list := strings.HasSuffix(r.URL.Path, "/list")
-		if r.Method != http.MethodPost && !(list && r.Method == http.MethodGet) {
+		if r.Method != http.MethodPost && (!list || r.Method != http.MethodGet) {
 			writeJSON(w, http.StatusMethodNotAllowed, ReturnT{Code: http.StatusMethodNotAllowed, Msg: ptr("method not allowed")})
 			return
 		}

@@ -219,13 +219,13 @@ func TestSeedExamples(t *testing.T) {
 			requireOK(t, status, out)
 			j, _ = b.store.GetJob(b.ctx, id)
 			require.True(t, j.Enabled)
-			status, out = b.send(http.MethodGet, "/jobinfo/list?jobGroup=2&triggerStatus=1", nil, asForm, "xxl")
+			_, out = b.send(http.MethodGet, "/jobinfo/list?jobGroup=2&triggerStatus=1", nil, asForm, "xxl")
 			require.EqualValues(t, 1, out["recordsTotal"])
 			status, out = b.send(http.MethodPost, "/jobinfo/stop", map[string]any{"id": id}, asForm, "xxl")
 			requireOK(t, status, out)
 			j, _ = b.store.GetJob(b.ctx, id)
 			require.False(t, j.Enabled)
-			status, out = b.send(http.MethodGet, "/jobinfo/list?jobGroup=2&triggerStatus=1", nil, asForm, "xxl")
+			_, out = b.send(http.MethodGet, "/jobinfo/list?jobGroup=2&triggerStatus=1", nil, asForm, "xxl")
 			require.EqualValues(t, 0, out["recordsTotal"])
 
 			status, out = b.send(http.MethodPost, "/jobinfo/trigger?id="+idStr+"&executorParam=", nil, asForm, "xxl")
@@ -266,7 +266,7 @@ func TestErrorsAndMapping(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, total, "nothing saved")
 
-	status, out = b.send(http.MethodPost, "/jobinfo/start", map[string]any{"id": 404}, true, "xxl")
+	_, out = b.send(http.MethodPost, "/jobinfo/start", map[string]any{"id": 404}, true, "xxl")
 	require.EqualValues(t, 500, out["code"])
 	require.Contains(t, out["msg"], "404")
 

@@ -15,6 +15,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -194,8 +195,8 @@ func ValidateParams(schema, params json.RawMessage) error {
 	if verr == nil {
 		return nil
 	}
-	ve, ok := verr.(*jsonschema.ValidationError)
-	if !ok {
+	var ve *jsonschema.ValidationError
+	if !errors.As(verr, &ve) {
 		return &ParamsError{Message: verr.Error()}
 	}
 	leaf := firstLeaf(ve)

@@ -66,7 +66,7 @@ func Open(cfg Config) (*Node, error) {
 	ok := false
 	defer func() {
 		if !ok {
-			n.closeResources()
+			_ = n.closeResources()
 		}
 	}()
 

@@ -127,7 +127,7 @@ func TestFSMSnapshotRestoreEquality(t *testing.T) {
 		apply(uint64(i+1), cmdApplyCursors, map[int64]int64{int64(i % 13): int64(i)})
 	}
 	apply(101, cmdDeleteCursors, []int64{5})
-	apply(102, cmdSetRoutes, map[string][]byte{"a": []byte{1, 2}, "b": []byte("z")})
+	apply(102, cmdSetRoutes, map[string][]byte{"a": {1, 2}, "b": []byte("z")})
 	// A malformed entry is refused and changes nothing.
 	require.Error(t, f.Apply(&raft.Log{Index: 103, Type: raft.LogCommand, Data: []byte{cmdApplyCursors, '{'}}).(error))
 	require.Error(t, f.Apply(&raft.Log{Index: 104, Type: raft.LogCommand, Data: []byte{99}}).(error))

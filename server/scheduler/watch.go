@@ -150,7 +150,7 @@ func (l *loop) resyncOnce(ctx context.Context) error {
 
 func (l *loop) onOnce(ctx context.Context, wr clientv3.WatchResponse, ok bool) error {
 	if ctx.Err() != nil {
-		return nil
+		return nil //nolint:nilerr // leadership ended: not an error of the loop
 	}
 	if watchBroken(wr, ok) {
 		if err := l.resyncOnce(ctx); err != nil {

@@ -453,7 +453,7 @@ func (s *Store) ApplyResultsFinished(ctx context.Context, results []cluster.RunR
 			}
 			for _, c := range changed {
 				if cluster.Terminal(c.Status) {
-					finished = append(finished, Finished{FireID: c.FireID, JobID: c.JobID, Status: c.Status})
+					finished = append(finished, Finished(c))
 				}
 			}
 		}

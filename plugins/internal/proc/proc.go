@@ -55,7 +55,7 @@ func Run(ctx context.Context, cmd *exec.Cmd, out io.Writer, opts Options) (plugi
 		opts.OutputGrace = DefaultOutputGrace
 	}
 	if ctx.Err() != nil {
-		return CtxResult(ctx), nil
+		return CtxResult(ctx), nil //nolint:nilerr // a run stopped by its context is a result, not a handler error
 	}
 	cmd.Stdout = out // one writer for both: exec copies them through one pipe, in order
 	cmd.Stderr = out

@@ -191,6 +191,8 @@ func (s *server) routes() *mux.Router {
 	s.handlerRoutes(r, v1)    // handlers.go: handler list with params schemas
 	s.runControlRoutes(r, v1) // runcontrol.go: kill, live output, node system info
 	s.groupRoutes(r, v1)      // groups.go: groups CRUD
+	s.versionRoutes(r, v1)    // versions.go: saved versions of a job (glue history)
+	s.openAPIRoutes(r, v1)    // openapi.go: the OpenAPI 3 document
 
 	r.Handle(v1+"/internal/results", s.body(MaxResultBodyBytes, s.node(s.postResults))).Methods(http.MethodPost)
 	return r

@@ -266,6 +266,9 @@ type Run struct {
 	Output          string     `json:"output"`
 	OutputTruncated bool       `json:"output_truncated"`
 	Message         string     `json:"message"`
+	Trigger         string     `json:"trigger"`
+	ShardIndex      int        `json:"shard_index"`
+	ShardTotal      int        `json:"shard_total"`
 }
 
 // CreateJob creates a job and returns it with its id.
@@ -297,4 +300,22 @@ func (c *Client) Runs(jobID int64, pageSize int) ([]Run, int, error) {
 		return nil, 0, fmt.Errorf("runs: status %d", code)
 	}
 	return out.Items, out.Total, nil
+}
+
+// CreateJobBody creates a job from an arbitrary JSON body (for the fields
+// Job does not carry, such as route_strategy or schedule_type).
+func (c *Client) CreateJobBody(body map[string]any) (Job, error) {
+	var out Job
+	var raw json.RawMessage
+	code, err := c.Do(http.MethodPost, "/api/v1/jobs", body, &raw)
+	if err != nil {
+		return out, err
+	}
+	if code != http.StatusCreated {
+		return out, fmt.Errorf("create job %v: status %d %s", body["name"], code, raw)
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return out, fmt.Errorf("decoding created job: %w", err)
+	}
+	return out, nil
 }

@@ -48,6 +48,8 @@ type Store interface {
 	GetRun(ctx context.Context, id int64) (*store.Run, error)
 	ListRuns(ctx context.Context, jobID int64, p store.Page) ([]store.Run, int, error)
 	FindRuns(ctx context.Context, f store.RunFilter, p store.Page) ([]store.Run, int, error)
+
+	versionStore
 }
 
 var _ Store = (*store.Store)(nil)

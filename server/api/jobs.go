@@ -249,7 +249,7 @@ func (s *server) saveNewJob(ctx context.Context, req JobRequest) (*store.Job, er
 	if _, err := s.store.EnsureGroup(ctx, j.Group, j.Group); err != nil {
 		return nil, fmt.Errorf("ensure group %q: %w", j.Group, err)
 	}
-	if err := s.store.CreateJob(ctx, j); err != nil {
+	if err := s.storeNewJob(ctx, j); err != nil {
 		return nil, public(err, "cannot create job %q", j.Name)
 	}
 	if err := s.signalJob(ctx, j); err != nil {
@@ -307,7 +307,7 @@ func (s *server) saveJob(ctx context.Context, id int64, req JobRequest) (*store.
 	j.ID = id
 	j.CreatedAt = old.CreatedAt
 	j.Revision = old.Revision
-	if err := s.store.UpdateJob(ctx, j); err != nil {
+	if err := s.storeJobUpdate(ctx, j); err != nil {
 		return nil, public(err, "job %d not found", id)
 	}
 	if err := s.signalJob(ctx, j); err != nil {

@@ -1,6 +1,107 @@
 package api
 
-import "github.com/gorilla/mux"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
 
-// versionRoutes registers its routes under v1 (placeholder until the feature lands).
-func (s *server) versionRoutes(_ *mux.Router, _ string) {}
+	"github.com/gorilla/mux"
+
+	"github.com/cronix/cronix/server/store"
+)
+
+// versionStore is what saving a job with its author and reading a job's
+// saved versions need from the store (part of Store).
+type versionStore interface {
+	CreateJobBy(ctx context.Context, j *store.Job, savedBy string) error
+	UpdateJobBy(ctx context.Context, j *store.Job, savedBy string) error
+	ListJobVersions(ctx context.Context, jobID int64, p store.Page) ([]store.JobVersion, int, error)
+}
+
+var _ versionStore = (*store.Store)(nil)
+
+// JobVersion is one saved version of a job in GET /api/v1/jobs/{id}/versions.
+type JobVersion struct {
+	Revision     int64           `json:"revision"`
+	Name         string          `json:"name"`
+	ScheduleType string          `json:"schedule_type"`
+	Schedule     string          `json:"schedule"`
+	Timezone     string          `json:"timezone"`
+	Handler      string          `json:"handler"`
+	Params       json.RawMessage `json:"params"`
+	SavedAt      Time            `json:"saved_at"`
+	// SavedBy is the user who saved it, "" when unknown.
+	SavedBy string `json:"saved_by"`
+}
+
+func jobVersionFromStore(v *store.JobVersion) JobVersion {
+	params := v.Params
+	if len(params) == 0 {
+		params = json.RawMessage("{}")
+	}
+	return JobVersion{
+		Revision: v.Revision, Name: v.Name, ScheduleType: v.ScheduleType, Schedule: v.Schedule,
+		Timezone: v.Timezone, Handler: v.Handler, Params: params, SavedAt: Time{v.SavedAt}, SavedBy: v.SavedBy,
+	}
+}
+
+// versionRoutes registers the saved-versions listing under v1.
+func (s *server) versionRoutes(r *mux.Router, v1 string) {
+	r.Handle(v1+"/jobs/{id:[0-9]+}/versions", s.user(MaxBodyBytes, s.listJobVersions)).Methods(http.MethodGet)
+}
+
+// listJobVersions handles GET /api/v1/jobs/{id}/versions?page= &page_size=:
+// the job's saved versions, newest revision first.
+func (s *server) listJobVersions(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "job")
+	if err != nil {
+		return err
+	}
+	p, err := parsePage(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	if _, err := s.store.GetJob(ctx, id); err != nil {
+		return public(err, "job %d not found", id)
+	}
+	versions, total, err := s.store.ListJobVersions(ctx, id, p)
+	if err != nil {
+		return fmt.Errorf("list versions of job %d: %w", id, err)
+	}
+	out := List[JobVersion]{Items: make([]JobVersion, 0, len(versions)), Total: total, Page: p.Page, PageSize: p.PageSize}
+	for i := range versions {
+		out.Items = append(out.Items, jobVersionFromStore(&versions[i]))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// savedBy is the name of the user saving a job in ctx, "" when none is
+// logged in (a front door that does not put its user in the context).
+func savedBy(ctx context.Context) string {
+	if u := userFrom(ctx); u != nil {
+		return u.Username
+	}
+	return ""
+}
+
+// storeNewJob stores the new job j and its first version, saved by the
+// context's user.
+func (s *server) storeNewJob(ctx context.Context, j *store.Job) error {
+	return s.store.CreateJobBy(ctx, j, savedBy(ctx))
+}
+
+// storeJobUpdate stores the update of j and its new version, saved by the
+// context's user.
+func (s *server) storeJobUpdate(ctx context.Context, j *store.Job) error {
+	return s.store.UpdateJobBy(ctx, j, savedBy(ctx))
+}
+
+// WithSavedBy returns ctx carrying u as the user saving jobs through Jobs,
+// so the versions it records name u (other front doors such as
+// server/compat call it with their authenticated user).
+func WithSavedBy(ctx context.Context, u *store.User) context.Context {
+	return withUser(ctx, u)
+}

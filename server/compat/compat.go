@@ -121,7 +121,7 @@ func New(cfg Config) http.Handler {
 			h.writeError(w, r, err)
 			return
 		}
-		if err := fn(r.Context(), w, p, u); err != nil {
+		if err := fn(api.WithSavedBy(r.Context(), u), w, p, u); err != nil {
 			h.writeError(w, r, err)
 		}
 	})

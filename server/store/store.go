@@ -144,17 +144,30 @@ func (s *Store) UserByToken(ctx context.Context, tokenHash string, now time.Time
 
 // --- jobs
 
-// CreateJob inserts j (sets ID, Revision=1, CreatedAt, UpdatedAt).
+// CreateJob inserts j (sets ID, Revision=1, CreatedAt, UpdatedAt) and
+// records it as the job's first version, saved by nobody in particular.
 func (s *Store) CreateJob(ctx context.Context, j *Job) error {
+	return s.CreateJobBy(ctx, j, "")
+}
+
+// CreateJobBy is CreateJob recording savedBy (a user name) as the author of
+// the first version, in the same transaction as the job.
+func (s *Store) CreateJobBy(ctx context.Context, j *Job, savedBy string) error {
 	t := now()
 	row := jobRowOf(j)
 	row.Revision, row.CreatedAt, row.UpdatedAt = 1, t, t
 	cols := append(append([]string{}, jobWriteColumns...), "revision", "created_at", "updated_at")
-	q := s.db.NewInsert().Model(&row).Column(cols...)
-	if s.dialect != schema.MySQL {
-		q = q.Returning("id")
-	}
-	if _, err := q.Exec(ctx); err != nil {
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		q := tx.NewInsert().Model(&row).Column(cols...)
+		if s.dialect != schema.MySQL {
+			q = q.Returning("id")
+		}
+		if _, err := q.Exec(ctx); err != nil {
+			return err
+		}
+		return insertJobVersion(ctx, tx, &row, row.ID, 1, t, savedBy)
+	})
+	if err != nil {
 		return wrap(err, "create job %q", j.Name)
 	}
 	j.ID, j.Revision, j.CreatedAt, j.UpdatedAt = row.ID, 1, t, t
@@ -172,8 +185,15 @@ func (s *Store) GetJob(ctx context.Context, id int64) (*Job, error) {
 	return &j, nil
 }
 
-// UpdateJob overwrites the job's fields, bumps Revision and UpdatedAt (written back into j). ErrNotFound if absent.
+// UpdateJob overwrites the job's fields, bumps Revision and UpdatedAt (written back into j)
+// and records the new revision as a version. ErrNotFound if absent.
 func (s *Store) UpdateJob(ctx context.Context, j *Job) error {
+	return s.UpdateJobBy(ctx, j, "")
+}
+
+// UpdateJobBy is UpdateJob recording savedBy (a user name) as the author of
+// the new version, in the same transaction as the update.
+func (s *Store) UpdateJobBy(ctx context.Context, j *Job, savedBy string) error {
 	t := now()
 	row := jobRowOf(j)
 	row.UpdatedAt = t
@@ -191,7 +211,10 @@ func (s *Store) UpdateJob(ctx context.Context, j *Job) error {
 		} else if n == 0 {
 			return ErrNotFound
 		}
-		return tx.NewSelect().Model(&stored).Column("revision", "created_at").Where("j.id = ?", j.ID).Scan(ctx)
+		if err := tx.NewSelect().Model(&stored).Column("revision", "created_at").Where("j.id = ?", j.ID).Scan(ctx); err != nil {
+			return err
+		}
+		return insertJobVersion(ctx, tx, &row, j.ID, stored.Revision, t, savedBy)
 	})
 	if err != nil {
 		return wrap(err, "update job %d", j.ID)
@@ -201,7 +224,7 @@ func (s *Store) UpdateJob(ctx context.Context, j *Job) error {
 	return nil
 }
 
-// DeleteJob deletes the job and its runs. ErrNotFound if absent.
+// DeleteJob deletes the job, its runs and its versions. ErrNotFound if absent.
 func (s *Store) DeleteJob(ctx context.Context, id int64) error {
 	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewDelete().TableExpr("jobs").Where("id = ?", id).Exec(ctx)
@@ -213,7 +236,10 @@ func (s *Store) DeleteJob(ctx context.Context, id int64) error {
 		} else if n == 0 {
 			return ErrNotFound
 		}
-		_, err = tx.NewDelete().TableExpr("runs").Where("job_id = ?", id).Exec(ctx)
+		if _, err := tx.NewDelete().TableExpr("runs").Where("job_id = ?", id).Exec(ctx); err != nil {
+			return err
+		}
+		_, err = tx.NewDelete().TableExpr("job_versions").Where("job_id = ?", id).Exec(ctx)
 		return err
 	})
 	return wrap(err, "delete job %d", id)

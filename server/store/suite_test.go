@@ -25,6 +25,7 @@ func runSuite(t *testing.T, newDSN func(t *testing.T) string) {
 		return openDSN(t, newDSN(t))
 	}
 	runModelSuite(t, open)
+	runVersionSuite(t, newDSN)
 
 	t.Run("Migrations", func(t *testing.T) {
 		t.Parallel()

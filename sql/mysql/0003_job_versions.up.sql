@@ -1,0 +1,27 @@
+-- Cronix schema v3 (MySQL 8 / MariaDB 10.5+): every saved version of a job
+-- (like xxl-job's glue log). The store writes a row in the transaction that
+-- creates or updates the job, one per revision; deleting the job deletes
+-- its rows. The unique (job_id, revision) key also serves lookups by
+-- job_id. Jobs saved before v3 get their current revision as their first
+-- version. Both statements are re-runnable: the table is created only if
+-- missing and the backfill skips versions already there.
+
+CREATE TABLE IF NOT EXISTS job_versions (
+    id            BIGINT       NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    job_id        BIGINT       NOT NULL,
+    revision      BIGINT       NOT NULL,
+    name          VARCHAR(255) NOT NULL,
+    schedule_type VARCHAR(32)  NOT NULL DEFAULT 'cron',
+    schedule      VARCHAR(255) NOT NULL DEFAULT '',
+    timezone      VARCHAR(64)  NOT NULL DEFAULT '',
+    handler       VARCHAR(191) NOT NULL DEFAULT '',
+    params        TEXT         NOT NULL,
+    saved_at      DATETIME(6)  NOT NULL,
+    saved_by      VARCHAR(191) NOT NULL DEFAULT '',
+    UNIQUE KEY job_versions_job_id_revision_key (job_id, revision)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+INSERT INTO job_versions (job_id, revision, name, schedule_type, schedule, timezone, handler, params, saved_at, saved_by)
+SELECT j.id, j.revision, j.name, j.schedule_type, j.schedule, j.timezone, j.handler, j.params, j.updated_at, ''
+FROM jobs j
+WHERE NOT EXISTS (SELECT 1 FROM job_versions v WHERE v.job_id = j.id AND v.revision = j.revision);

@@ -195,6 +195,7 @@ func (s *server) routes() *mux.Router {
 	s.groupRoutes(r, v1)      // groups.go: groups CRUD
 	s.versionRoutes(r, v1)    // versions.go: saved versions of a job (glue history)
 	s.openAPIRoutes(r, v1)    // openapi.go: the OpenAPI 3 document
+	s.clusterRoutes(r, v1)    // cluster.go: replicas, leader, term, raft health
 
 	r.Handle(v1+"/internal/results", s.body(MaxResultBodyBytes, s.node(s.postResults))).Methods(http.MethodPost)
 	return r

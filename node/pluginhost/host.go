@@ -30,6 +30,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/internal/hclogslog"
 	"github.com/cronix/cronix/pluginapi"
 )
 
@@ -342,7 +343,7 @@ func (m *managed) launchLocked(ctx context.Context) error {
 		cmd.Env = append(os.Environ(), m.spec.Env...)
 		cfg.SkipHostEnv = true
 	}
-	cfg.Logger = newHCLog(m.logger)
+	cfg.Logger = hclogslog.New(m.logger, "")
 	cfg.StartTimeout = startTimeout
 	if m.checksum != nil {
 		cfg.SecureConfig = &goplugin.SecureConfig{Checksum: m.checksum, Hash: sha256.New()}

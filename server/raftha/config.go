@@ -30,11 +30,14 @@ type Config struct {
 	// AdvertiseAddr is host:port peers reach this node at; "" = BindAddr's
 	// resolved address (BindAddr must then not be a wildcard address).
 	AdvertiseAddr string
-	// Bootstrap makes a fresh Dir a cluster whose voters are this node and
-	// Peers. It is ignored when Dir already holds raft state.
+	// Bootstrap makes a fresh Dir a single-voter cluster (this node alone).
+	// It is ignored when Dir already holds raft state or Peers is set.
 	Bootstrap bool
-	// Peers are the other voters as "id=host:port", used only with
-	// Bootstrap. Empty means a single voter (the only mode tested today).
+	// Peers lists every voter of a new cluster as "id=host:port", this node
+	// included (it is added with its own address if missing). A fresh Dir
+	// bootstraps exactly this configuration; every replica must be given
+	// the same list. Ignored when Dir already holds raft state: later
+	// membership changes go through AddVoter and RemoveServer.
 	Peers []string
 	// Logger receives raft's logs; nil discards them.
 	Logger *slog.Logger
@@ -107,10 +110,21 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("raft: ElectionTimeout %s must be at least HeartbeatTimeout %s",
 			c.ElectionTimeout, c.HeartbeatTimeout))
 	}
+	ids := map[string]bool{}
+	addrs := map[string]bool{}
 	for _, p := range c.Peers {
-		if _, _, err := parsePeer(p); err != nil {
+		id, addr, err := parsePeer(p)
+		if err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		if ids[id] {
+			errs = append(errs, fmt.Errorf("raft: peer id %q listed twice", id))
+		}
+		if addrs[addr] {
+			errs = append(errs, fmt.Errorf("raft: peer address %q listed twice", addr))
+		}
+		ids[id], addrs[addr] = true, true
 	}
 	return errors.Join(errs...)
 }

@@ -5,7 +5,15 @@
 //
 // Storage: raft-boltdb/v2 (raft.db) for the log and stable store, a file
 // snapshot store (snapshots/), a TCP transport. A single voter bootstraps
-// itself (Config.Bootstrap); Config.Peers is reserved for HA.
+// itself (Config.Bootstrap); an HA cluster is bootstrapped by starting every
+// replica with the same Config.Peers (all voters, "id=host:port"). Later
+// membership changes go through AddVoter and RemoveServer on the leader;
+// Status reports the configuration, the leader and raft's progress.
+//
+// Close on the leader transfers leadership to another voter first, so a
+// graceful restart moves the trigger loop in about one round trip instead
+// of an election timeout. A crashed leader is replaced after the followers'
+// heartbeat timeout plus an election (about 1-2 s with the defaults).
 //
 // # Leadership
 //

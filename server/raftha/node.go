@@ -14,6 +14,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/cronix/cronix/internal/hclogslog"
 )
 
 // ErrNotLeader is returned (wrapped) by writes on a node that is not the leader.
@@ -62,7 +64,7 @@ func Open(cfg Config) (*Node, error) {
 		closeCh:     make(chan struct{}),
 		monitorDone: make(chan struct{}),
 	}
-	hl := newHCLog(cfg.Logger, "raft")
+	hl := hclogslog.New(cfg.Logger, "raft")
 	ok := false
 	defer func() {
 		if !ok {
@@ -115,19 +117,12 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raftha: read existing state: %w", err)
 	}
-	if !existing && cfg.Bootstrap {
-		conf := raft.Configuration{Servers: []raft.Server{{
-			Suffrage: raft.Voter, ID: rc.LocalID, Address: trans.LocalAddr(),
-		}}}
-		for _, p := range cfg.Peers {
-			id, addr, _ := parsePeer(p) // validated
-			conf.Servers = append(conf.Servers, raft.Server{
-				Suffrage: raft.Voter, ID: raft.ServerID(id), Address: raft.ServerAddress(addr),
-			})
-		}
+	if !existing && (cfg.Bootstrap || len(cfg.Peers) > 0) {
+		conf := bootstrapConfiguration(cfg, trans.LocalAddr())
 		if err := raft.BootstrapCluster(rc, logs, store, snaps, trans, conf); err != nil {
 			return nil, fmt.Errorf("raftha: bootstrap: %w", err)
 		}
+		n.log.Info("raft bootstrapped", "voters", len(conf.Servers))
 	}
 	r, err := raft.NewRaft(rc, n.fsm, logs, store, snaps, trans)
 	if err != nil {
@@ -139,6 +134,28 @@ func Open(cfg Config) (*Node, error) {
 	n.log.Info("raft started", "id", cfg.ID, "addr", string(trans.LocalAddr()), "dir", cfg.Dir,
 		"existing_state", existing)
 	return n, nil
+}
+
+// bootstrapConfiguration is the first configuration of a fresh cluster:
+// every voter of cfg.Peers (this node included, added with its own address
+// when Peers does not list it), or this node alone. Every replica started
+// with the same Peers bootstraps the same configuration, which raft accepts.
+func bootstrapConfiguration(cfg Config, self raft.ServerAddress) raft.Configuration {
+	var conf raft.Configuration
+	selfListed := false
+	for _, p := range cfg.Peers {
+		id, addr, _ := parsePeer(p) // validated
+		if id == cfg.ID {
+			selfListed = true
+		}
+		conf.Servers = append(conf.Servers, raft.Server{
+			Suffrage: raft.Voter, ID: raft.ServerID(id), Address: raft.ServerAddress(addr),
+		})
+	}
+	if !selfListed {
+		conf.Servers = append([]raft.Server{{Suffrage: raft.Voter, ID: raft.ServerID(cfg.ID), Address: self}}, conf.Servers...)
+	}
+	return conf
 }
 
 func parsePeer(p string) (id, addr string, err error) {

@@ -1,15 +1,20 @@
-package raftha
+// Package hclogslog adapts a *slog.Logger to hashicorp/go-hclog, the logger raft and
+// go-plugin log through, so their lines reach Cronix's structured logs.
+package hclogslog
 
 import (
 	"context"
 	"io"
 	"log"
 	"log/slog"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 )
 
-// slogHCLog adapts a *slog.Logger to the hclog.Logger raft wants.
+// slogHCLog is the adapter. go-plugin relogs its own lines and the plugin's
+// stderr through it, at the level the plugin wrote; the slog handler decides
+// what is shown.
 type slogHCLog struct {
 	l       *slog.Logger
 	name    string
@@ -18,8 +23,13 @@ type slogHCLog struct {
 
 var _ hclog.Logger = (*slogHCLog)(nil)
 
-func newHCLog(l *slog.Logger, name string) hclog.Logger {
-	return &slogHCLog{l: l.With("component", name), name: name}
+// New returns an hclog.Logger writing to l; a non-empty name is added as
+// the "component" attribute and used as the logger name.
+func New(l *slog.Logger, name string) hclog.Logger {
+	if name != "" {
+		l = l.With("component", name)
+	}
+	return &slogHCLog{l: l, name: name}
 }
 
 func slogLevel(level hclog.Level) slog.Level {
@@ -102,10 +112,6 @@ func (h *slogHCLog) StandardWriter(*hclog.StandardLoggerOptions) io.Writer {
 type slogWriter struct{ h *slogHCLog }
 
 func (w slogWriter) Write(p []byte) (int, error) {
-	msg := string(p)
-	for len(msg) > 0 && msg[len(msg)-1] == '\n' {
-		msg = msg[:len(msg)-1]
-	}
-	w.h.Info(msg)
+	w.h.Info(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }

@@ -12,7 +12,7 @@ BENCH_SECONDS ?= 60
 GOLANGCI_VERSION ?= v2.6.2
 FUZZ_TIME ?= 15s
 
-.PHONY: help build run test test-race bench lint fmt clean docs
+.PHONY: help build run run-ha test test-race bench lint fmt clean docs
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -22,6 +22,9 @@ build: ## build bin/cronix
 
 run: build ## start Cronix standalone (embedded etcd, SQLite, one server, one node) with data in ./data
 	$(BIN) standalone --data-dir $(DATA_DIR) --http-addr $(HTTP_ADDR)
+
+run-ha: build ## local HA demo: cronix etcd + 3 server replicas (HTTP 8081-8083, raft 7001-7003) + 1 node; SQLite in ./data-ha (CRONIX_HA_DB=postgres://... to use PostgreSQL)
+	BIN=$(BIN) ./scripts/run-ha.sh
 
 test: ## vet, every test with the race detector (store suite on PostgreSQL/MySQL when CRONIX_TEST_*_DSN are set), then a bounded fuzz of the schedule parser
 	$(GO) vet ./...

@@ -79,9 +79,24 @@ type serverConfig struct {
 	DB             string   `flag:"db" env:"CRONIX_DB" yaml:"db" help:"database DSN: sqlite:///path.db, postgres://..., mysql://user:pass@tcp(host:3306)/db?parseTime=true"`
 	RaftAddr       string   `flag:"raft-addr" env:"CRONIX_RAFT_ADDR" yaml:"raft_addr" help:"raft transport address"`
 	RaftBootstrap  bool     `flag:"raft-bootstrap" env:"CRONIX_RAFT_BOOTSTRAP" yaml:"raft_bootstrap" help:"bootstrap a new single-voter raft cluster on first start"`
+	RaftPeers      []string `flag:"raft-peers" env:"CRONIX_RAFT_PEERS" yaml:"raft_peers" help:"comma-separated id=host:port of every voter of a new HA cluster, this replica included; a replica with no raft state bootstraps it (same list on every replica)"`
 	Timezone       string   `flag:"timezone" env:"CRONIX_TIMEZONE" yaml:"timezone" help:"default time zone of schedules (IANA name; empty = the machine's)"`
 	NodeToken      string   `flag:"node-token" env:"CRONIX_NODE_TOKEN" yaml:"node_token" help:"shared secret nodes present when reporting results (required)"`
 	DispatchMaxOps int      `flag:"dispatch-max-ops" env:"CRONIX_DISPATCH_MAX_OPS" yaml:"dispatch_max_ops" help:"most operations per etcd transaction (etcd's --max-txn-ops)"`
+}
+
+// etcdConfig configures "cronix etcd".
+type etcdConfig struct {
+	// DataDir is the etcd data directory.
+	DataDir string `flag:"data-dir" env:"CRONIX_ETCD_DATA_DIR" yaml:"data_dir" help:"etcd data directory"`
+	// ClientAddr is host:port etcd serves clients on.
+	ClientAddr string `flag:"client-addr" env:"CRONIX_ETCD_CLIENT_ADDR" yaml:"client_addr" help:"etcd client address (host:port)"`
+	// PeerAddr is host:port of etcd's peer listener.
+	PeerAddr string `flag:"peer-addr" env:"CRONIX_ETCD_PEER_ADDR" yaml:"peer_addr" help:"etcd peer address (host:port)"`
+}
+
+func defaultEtcd() etcdConfig {
+	return etcdConfig{DataDir: "./etcd-data", ClientAddr: "127.0.0.1:2379", PeerAddr: "127.0.0.1:2380"}
 }
 
 // pluginConfig configures a node's plugins (in "cronix node" and "cronix standalone").
@@ -131,6 +146,7 @@ func defaultNode() nodeConfig {
 const (
 	standaloneSummary = "Runs Cronix in one process: embedded etcd, SQLite, a single-voter raft, the server (API + UI) and one node with the built-in plugins."
 	serverSummary     = "Runs a server replica: REST API, web admin, raft; the raft leader fires jobs. Needs external etcd and a database."
+	etcdSummary       = "Runs a single-member embedded etcd, for development, 'make run-ha' and tests; production uses a real etcd cluster."
 	nodeSummary       = "Runs a node agent: registers in etcd, runs dispatched fires through handler plugins, reports results."
 )
 
@@ -253,6 +269,9 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 	if cfg.ID == "" {
 		cfg.ID = cfg.RaftAddr
 	}
+	if err := checkRaftPeers(cfg); err != nil {
+		return err
+	}
 	cli, err := etcdClient(cfg.EtcdEndpoints)
 	if err != nil {
 		return err
@@ -261,7 +280,7 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 	srv, err := server.New(server.Config{
 		ID: cfg.ID, DataDir: cfg.DataDir, HTTPAddr: cfg.HTTPAddr, AdvertiseURL: cfg.AdvertiseURL,
 		DSN: cfg.DB, Keys: cluster.NewKeys(cfg.EtcdRoot), RaftAddr: cfg.RaftAddr, RaftBootstrap: cfg.RaftBootstrap,
-		Location: loc, NodeToken: cfg.NodeToken, AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"),
+		RaftPeers: cfg.RaftPeers, Location: loc, NodeToken: cfg.NodeToken, AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"),
 		DispatchMaxOps: cfg.DispatchMaxOps, Version: buildinfo.String(), Logger: log,
 	}, cli)
 	if err != nil {
@@ -273,6 +292,41 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 	defer srv.Stop()
 	fmt.Fprintf(stdout, "Cronix server %s is running: %s\n", cfg.ID, srv.URL())
 	printLogin(stdout, srv, getenv("CRONIX_ADMIN_PASSWORD") != "")
+	<-ctx.Done()
+	return nil
+}
+
+// checkRaftPeers rejects a --raft-peers list that would make replicas
+// bootstrap different configurations.
+func checkRaftPeers(cfg serverConfig) error {
+	if len(cfg.RaftPeers) == 0 {
+		return nil
+	}
+	if cfg.RaftBootstrap {
+		return errors.New("--raft-peers and --raft-bootstrap exclude each other (--raft-bootstrap is a single voter)")
+	}
+	for _, p := range cfg.RaftPeers {
+		if id, addr, ok := strings.Cut(strings.TrimSpace(p), "="); ok && id == cfg.ID {
+			if addr != cfg.RaftAddr {
+				return fmt.Errorf("--raft-peers lists %s at %s but --raft-addr is %s", id, addr, cfg.RaftAddr)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("--raft-peers must list this replica (--id %s); to add a replica to a running cluster start it without --raft-peers and POST /api/v1/cluster/servers on the leader", cfg.ID)
+}
+
+func runEtcd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg := defaultEtcd()
+	if err := config.Load(&cfg, "etcd", etcdSummary, args, getenv, stderr); err != nil {
+		return err
+	}
+	e, err := embedetcd.Start(ctx, embedetcd.Config{Dir: cfg.DataDir, ClientAddr: cfg.ClientAddr, PeerAddr: cfg.PeerAddr})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	fmt.Fprintf(stdout, "etcd is running: %s\n", e.Endpoint())
 	<-ctx.Done()
 	return nil
 }

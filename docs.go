@@ -44,6 +44,7 @@ node_token: change-me
 		{"cronix standalone", standaloneSummary, ptr(defaultStandalone())},
 		{"cronix server", serverSummary, ptr(defaultServer())},
 		{"cronix node", nodeSummary, ptr(defaultNode())},
+		{"cronix etcd", etcdSummary, ptr(defaultEtcd())},
 	}
 	for _, s := range sections {
 		fmt.Fprintf(&b, "## `%s`\n\n%s\n\n%s\n", s.title, s.summary, config.Markdown(s.cfg))

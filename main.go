@@ -5,6 +5,7 @@
 //	cronix standalone   embedded etcd + SQLite + one server + one node (make run)
 //	cronix server       a server replica (API, UI, raft, trigger leader)
 //	cronix node         a node agent that runs jobs through handler plugins
+//	cronix etcd         a single-member embedded etcd (development, make run-ha)
 //	cronix plugin NAME  serve a built-in handler plugin (started by the node)
 //	cronix version      print the version
 package main
@@ -30,6 +31,7 @@ Commands:
   standalone   run everything in one process: embedded etcd, SQLite, one server, one node
   server       run a server replica (REST API, web admin, raft trigger leader)
   node         run a node agent that executes jobs through handler plugins
+  etcd         run a single-member embedded etcd (development and make run-ha only)
   plugin NAME  serve a built-in handler plugin (the node starts these itself)
   version      print the version
   docs configuration   print the configuration reference (Markdown)
@@ -58,6 +60,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		err = runServer(ctx, rest, getenv, stdout, stderr)
 	case "node":
 		err = runNode(ctx, rest, getenv, stdout, stderr)
+	case "etcd":
+		err = runEtcd(ctx, rest, getenv, stdout, stderr)
 	case "plugin":
 		err = runPlugin(rest)
 	case "version", "--version", "-v":

@@ -21,6 +21,7 @@ import (
 	"github.com/cronix/cronix/server/auth"
 	"github.com/cronix/cronix/server/compat"
 	"github.com/cronix/cronix/server/dispatch"
+	"github.com/cronix/cronix/server/monitor"
 	"github.com/cronix/cronix/server/raftha"
 	"github.com/cronix/cronix/server/scheduler"
 	"github.com/cronix/cronix/server/store"
@@ -45,6 +46,9 @@ type Config struct {
 	RaftAddr string
 	// RaftBootstrap bootstraps a single-voter cluster on first start.
 	RaftBootstrap bool
+	// RaftPeers lists every voter of a new HA cluster as "id=host:port",
+	// this replica included; a replica without raft state bootstraps it.
+	RaftPeers []string
 	// Location is the default time zone of schedules.
 	Location *time.Location
 	// NodeToken is the shared secret nodes present when reporting results.
@@ -122,6 +126,14 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("server: creating admin user: %w", err)
 	}
 
+	s.raft, err = raftha.Open(raftha.Config{
+		ID: s.cfg.ID, Dir: s.cfg.DataDir, BindAddr: s.cfg.RaftAddr, Bootstrap: s.cfg.RaftBootstrap,
+		Peers: s.cfg.RaftPeers, Logger: s.cfg.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("server: raft: %w", err)
+	}
+
 	s.listener, err = net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("server: listen on %s: %w", s.cfg.HTTPAddr, err)
@@ -135,6 +147,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		NodeToken: s.cfg.NodeToken, Logger: s.cfg.Logger, UI: ui.Handler(),
 		Compat: compat.New(compat.Config{Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys,
 			Location: s.cfg.Location, Logger: s.cfg.Logger}),
+		Cluster: s.raft,
 	})
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	s.wg.Add(1)
@@ -145,13 +158,6 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		}
 	}()
 
-	s.raft, err = raftha.Open(raftha.Config{
-		ID: s.cfg.ID, Dir: s.cfg.DataDir, BindAddr: s.cfg.RaftAddr, Bootstrap: s.cfg.RaftBootstrap,
-		Logger: s.cfg.Logger,
-	})
-	if err != nil {
-		return fmt.Errorf("server: raft: %w", err)
-	}
 	disp := dispatch.New(s.etcd, s.cfg.Keys, s.cfg.ID, dispatch.WithMaxOps(s.cfg.DispatchMaxOps))
 	sched := scheduler.New(scheduler.Config{
 		Jobs: s.store, Runs: s.store, Cursors: s.raft, Dispatcher: disp, Etcd: s.etcd, Keys: s.cfg.Keys,
@@ -159,6 +165,12 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	})
 	s.raft.OnLeadership(func(ctx context.Context, term uint64) {
 		s.lead(ctx, term, sched)
+	})
+	mon := monitor.New(monitor.Config{Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, Logger: s.cfg.Logger})
+	s.raft.OnLeadership(func(ctx context.Context, term uint64) {
+		if err := mon.Run(ctx); err != nil {
+			s.log.Error("lost-run monitor stopped", "term", term, "err", err)
+		}
 	})
 
 	if err := s.register(ctx, runCtx); err != nil {
@@ -178,6 +190,13 @@ func (s *Server) lead(ctx context.Context, term uint64, sched *scheduler.Schedul
 	for ctx.Err() == nil {
 		err := sched.Run(ctx, term)
 		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, dispatch.ErrFenced) {
+			// A newer term holds the fence: this term can never dispatch
+			// again. Stay idle until raft takes this leadership away.
+			log.Warn("trigger loop fenced by a newer term; idle until this term ends", "err", err)
+			<-ctx.Done()
 			return
 		}
 		log.Error("trigger loop stopped; restarting", "err", err, "backoff", backoff)

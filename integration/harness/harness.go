@@ -259,6 +259,7 @@ type Run struct {
 	JobID           int64      `json:"job_id"`
 	Status          string     `json:"status"`
 	ScheduledAt     time.Time  `json:"scheduled_at"`
+	DispatchedAt    *time.Time `json:"dispatched_at"`
 	StartedAt       *time.Time `json:"started_at"`
 	FinishedAt      *time.Time `json:"finished_at"`
 	ExitCode        *int       `json:"exit_code"`
@@ -269,6 +270,7 @@ type Run struct {
 	Trigger         string     `json:"trigger"`
 	ShardIndex      int        `json:"shard_index"`
 	ShardTotal      int        `json:"shard_total"`
+	Attempt         int        `json:"attempt"`
 }
 
 // CreateJob creates a job and returns it with its id.

@@ -89,6 +89,8 @@ type Config struct {
 	UI http.Handler
 	// Compat serves the xxl-job-compatible admin API (/jobinfo/*, /jobgroup/*); nil = not served.
 	Compat http.Handler
+	// Cluster is this replica's raft (GET /api/v1/cluster, membership); nil answers 503.
+	Cluster ClusterInfo
 }
 
 // Validate reports a missing required field.
@@ -116,6 +118,7 @@ type server struct {
 	tokenTTL  time.Duration
 	log       *slog.Logger
 	now       func() time.Time
+	cluster   ClusterInfo
 }
 
 // New returns the HTTP handler serving /healthz, /api/v1 and the UI. It
@@ -133,6 +136,7 @@ func New(cfg Config) http.Handler {
 		tokenTTL:  cfg.TokenTTL,
 		log:       cfg.Logger,
 		now:       cfg.Now,
+		cluster:   cfg.Cluster,
 	}
 	if s.loc == nil {
 		s.loc = time.Local

@@ -25,6 +25,9 @@ type JobSource interface {
 type RunRecorder interface {
 	// InsertRuns inserts runs in one batch, leaving existing fire ids untouched.
 	InsertRuns(ctx context.Context, runs []store.Run) ([]string, error)
+	// RunsByFireIDs returns the recorded runs of the given fire ids (those
+	// that exist). The loop calls it only for replayed fires.
+	RunsByFireIDs(ctx context.Context, fireIDs []string) ([]store.Run, error)
 }
 
 // CursorStore holds the replicated scheduler state: fire cursors and route

@@ -14,6 +14,7 @@
 //	           once watch      /Cronix/once/           → manual fire now
 //	           run watch       /Cronix/run/            → busy cache; a deleted run key = the run ended
 //	           proc watch      /Cronix/proc/           → busy cache (BUSYOVER)
+//	           leader watch    /Cronix/leader          → another term's claim: return ErrFenced
 //	           relist timer    (30 s)                  → reload every enabled job
 //	      ─► ctx cancelled → return nil;  write fenced → return ErrFenced
 //
@@ -97,20 +98,64 @@
 //   - Cursors advance only after the runs were recorded and dispatched.
 //   - Fenced: every run and placement write compares /Cronix/leader with
 //     this server's term; once a newer term claimed it, nothing more is
-//     written and Run returns ErrFenced.
+//     written and Run returns ErrFenced: at once when the leader key watch
+//     sees the newer claim, at the latest at its next write.
 //   - Transient SQL, etcd or raft failures are retried with backoff; the
 //     fires due meanwhile join the retried batch.
 //   - Deleted jobs (signal key deleted, or not found on reload) lose their
 //     cursor and route state in the next raft entry (within about a second).
 //
+// # Exactly once across a leader change
+//
+// A leader that recorded and dispatched a batch but lost leadership (crash,
+// SIGSTOP, partition) before its raft entry committed leaves cursors
+// behind: the next leader fires the same scheduled times again, with the
+// same fire ids. InsertRuns then reports those fire ids as not new:
+// REPLAYED. A replayed fire is dispatched again only if no node can have
+// received it (checkReplays, off the hot path, a few reads per batch):
+//
+//	SQL status terminal or running         → not dispatched (ran / runs)
+//	triggered, run key present             → not dispatched (the node has it)
+//	triggered, run key absent              → dispatched, to the node recorded in SQL
+//	                                         (not at all if that node is not live:
+//	                                         the lost-run monitor marks it lost)
+//
+// Why an absent key with a triggered run means "never dispatched": a run
+// key is written only by the fence holder and deleted by its node only
+// after a server stored the run's final result (node/agent), or by the
+// lost-run monitor only after it marked the run lost. So a key that once
+// existed and is gone has a terminal run. The key is read BEFORE the
+// status (a run finishing between the two reads is then seen terminal),
+// and the fence was claimed before the loop started (so the deposed leader
+// cannot write the key after the read). The same rule covers a retry in
+// one term whose InsertRuns committed but returned an error.
+//
+// What holds:
+//
+//   - Leader crash: every fire of the lost batch runs at most once, and a
+//     fire that was recorded runs unless its node is gone (then lost).
+//   - SIGSTOP or partition of the leader: fenced. When it wakes, its first
+//     dispatch fails ErrFenced and writes nothing; runs it recorded in SQL
+//     just before are replayed by the new leader as above. Its raft entry
+//     cannot commit without a quorum.
+//   - Node crash: its runs stay triggered/running until the lost-run
+//     monitor (server/monitor) marks them lost once the node's lease
+//     expired, and removes their run keys.
+//
+// What does not:
+//
+//   - A replayed fire that failed routing in the new term (no target) is
+//     not re-checked: a triggered run left by the old leader on a live
+//     node, never dispatched, stays triggered.
+//   - Route state changed by the lost batch is lost with it (a ROUND
+//     counter repeats; LFU/LRU use is not counted).
+//   - A stalled leader's fires whose scheduled time the new leader never
+//     fires (its misfire policy collapsed them) stay as recorded.
+//
 // # Not yet guaranteed
 //
-//   - HA failover re-send: a leader that dies after dispatching a batch but
-//     before its raft entry committed leaves fires the next leader fires
-//     again with the same fire ids (the runs table dedupes them, but a node
-//     that already ran and removed the run key may run it again). Route
-//     state changed by that batch is lost with it (a ROUND counter repeats).
 //   - FAILOVER health is the registration status only, not a beat.
-//   - BUSYOVER and fixed_delay rely on run keys being deleted; a lost node's
-//     run keys keep the job busy / waiting until someone removes them.
+//   - BUSYOVER and fixed_delay rely on run keys being deleted; a lost
+//     node's run keys keep the job busy / waiting until the lost-run
+//     monitor removes them (Interval + Grace after its lease expired).
 package scheduler

@@ -34,6 +34,7 @@ type memStore struct {
 	insertCalls int
 	duplicates  int
 	failInserts int // the next calls fail
+	lostAcks    int // the next calls insert but then fail (the commit's answer was lost)
 }
 
 func newMemStore() *memStore {
@@ -79,7 +80,23 @@ func (m *memStore) InsertRuns(_ context.Context, runs []store.Run) ([]string, er
 		m.runs[r.FireID] = r
 		ids = append(ids, r.FireID)
 	}
+	if m.lostAcks > 0 {
+		m.lostAcks--
+		return nil, errors.New("connection reset after commit")
+	}
 	return ids, nil
+}
+
+func (m *memStore) RunsByFireIDs(_ context.Context, ids []string) ([]store.Run, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []store.Run
+	for _, id := range ids {
+		if r, ok := m.runs[id]; ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 func (m *memStore) putJob(j store.Job) {

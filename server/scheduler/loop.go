@@ -49,6 +49,7 @@ type loop struct {
 	backoff    time.Duration
 
 	nodeW, sigW, onceW, runW, procW watch
+	leaderW                         watch // the fence: /Cronix/leader
 	timer, relist                   Timer
 }
 
@@ -68,6 +69,7 @@ const (
 	stageNew        = iota // to record in SQL
 	stageRecorded          // recorded, to dispatch
 	stageDispatched        // in etcd (or failed: nothing to dispatch)
+	stageReplayed          // already in SQL before this insert: checkReplays decides
 )
 
 // fire is one run of a job on one target.
@@ -416,11 +418,24 @@ func (l *loop) commit(ctx context.Context) error {
 		if len(inserted) < len(runs) {
 			l.log.Info("some fires were already recorded (replayed)", "fires", len(runs), "new", len(inserted))
 		}
+		isNew := make(map[string]bool, len(inserted))
+		for _, id := range inserted {
+			isNew[id] = true
+		}
 		for _, f := range l.pending {
-			if f.stage == stageNew {
+			if f.stage != stageNew {
+				continue
+			}
+			if isNew[f.run.FireID] || f.item == nil {
 				f.stage = stageRecorded
+			} else {
+				f.stage = stageReplayed
 			}
 		}
+	}
+	if err := l.checkReplays(ctx); err != nil {
+		l.failed(ctx, "check replayed fires", err)
+		return nil
 	}
 
 	var items []dispatch.DispatchItem

@@ -139,6 +139,8 @@ func (l *loop) run(ctx context.Context) error {
 			l.onRuns(ctx, wr, ok)
 		case wr, ok := <-l.procW.ch:
 			l.onProcs(ctx, wr, ok)
+		case wr, ok := <-l.leaderW.ch:
+			err = l.onLeader(ctx, wr, ok)
 		}
 		if err != nil {
 			return err
@@ -159,6 +161,7 @@ func (l *loop) startup(ctx context.Context) error {
 		fn   func() error
 	}{
 		{"claim leader key", func() error { return l.cfg.Dispatcher.Claim(ctx, l.term) }},
+		{"watch leader key", func() error { return l.watchLeader(ctx) }},
 		{"load nodes", func() error { return l.resyncNodes(ctx) }},
 		{"load pending runs", func() error { return l.resyncRuns(ctx) }},
 		{"load processes", func() error { return l.resyncProcs(ctx) }},
@@ -266,7 +269,9 @@ func (l *loop) wake(ctx context.Context) error {
 		l.retryAt = time.Time{}
 		for name, need := range l.needResync {
 			if need {
-				l.resync(ctx, name)
+				if err := l.resync(ctx, name); err != nil {
+					return err
+				}
 			}
 		}
 		l.flushOnceDeletes(ctx)
@@ -274,7 +279,9 @@ func (l *loop) wake(ctx context.Context) error {
 	return l.tick(ctx, now)
 }
 
-func (l *loop) resync(ctx context.Context, name string) {
+// resync re-reads and re-watches one watched prefix; it returns only
+// ErrFenced (other failures are retried later).
+func (l *loop) resync(ctx context.Context, name string) error {
 	var err error
 	switch name {
 	case syncNodes:
@@ -287,13 +294,19 @@ func (l *loop) resync(ctx context.Context, name string) {
 		err = l.resyncRuns(ctx)
 	case syncProcs:
 		err = l.resyncProcs(ctx)
+	case syncLeader:
+		err = l.watchLeader(ctx)
+	}
+	if isFenced(err) {
+		return err
 	}
 	if err != nil {
 		l.needResync[name] = true
 		l.failed(ctx, "resync "+name, err)
-		return
+		return nil
 	}
 	l.needResync[name] = false
+	return nil
 }
 
 // tick collects every job due at now (at most one fire per job) into the
@@ -321,7 +334,7 @@ func (l *loop) tick(ctx context.Context, now time.Time) error {
 }
 
 func (l *loop) stop() {
-	for _, w := range []*watch{&l.nodeW, &l.sigW, &l.onceW, &l.runW, &l.procW} {
+	for _, w := range []*watch{&l.nodeW, &l.sigW, &l.onceW, &l.runW, &l.procW, &l.leaderW} {
 		w.close()
 	}
 	if l.timer != nil {

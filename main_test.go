@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestCheckRaftPeers(t *testing.T) {
+	t.Parallel()
+	peers := []string{"s1=127.0.0.1:7001", "s2=127.0.0.1:7002", "s3=127.0.0.1:7003"}
+	ok := serverConfig{ID: "s2", RaftAddr: "127.0.0.1:7002", RaftPeers: peers}
+	require.NoError(t, checkRaftPeers(ok))
+	require.NoError(t, checkRaftPeers(serverConfig{ID: "s9", RaftBootstrap: true}))
+
+	both := ok
+	both.RaftBootstrap = true
+	require.ErrorContains(t, checkRaftPeers(both), "exclude each other")
+	missing := ok
+	missing.ID = "s4"
+	require.ErrorContains(t, checkRaftPeers(missing), "must list this replica")
+	wrongAddr := ok
+	wrongAddr.RaftAddr = "127.0.0.1:7009"
+	require.ErrorContains(t, checkRaftPeers(wrongAddr), "--raft-addr is 127.0.0.1:7009")
+}
+
+// lockedBuffer is an io.Writer safe to read while a command writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestEtcdCommand(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runEtcd(ctx, []string{"--data-dir", t.TempDir(), "--client-addr", "127.0.0.1:0", "--peer-addr", "127.0.0.1:0"},
+			func(string) string { return "" }, &out, io.Discard)
+	}()
+	require.Eventually(t, func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("cronix etcd exited early: %v", err)
+		default:
+		}
+		return bytes.Contains([]byte(out.String()), []byte("etcd is running: http://127.0.0.1:"))
+	}, 60*time.Second, 20*time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("cronix etcd did not stop on cancel")
+	}
+}

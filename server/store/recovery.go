@@ -1,0 +1,119 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/uptrace/bun"
+
+	"github.com/cronix/cronix/cluster"
+)
+
+// maxIDsPerStatement bounds the fire ids listed in one IN (...) clause.
+const maxIDsPerStatement = 1000
+
+// RunsByFireIDs returns the runs recorded under the given fire ids, in fire
+// id order; ids without a run are left out. It reads with one statement per
+// 1000 ids (the trigger loop calls it for replayed fires, which are rare).
+func (s *Store) RunsByFireIDs(ctx context.Context, fireIDs []string) ([]Run, error) {
+	ids := uniqueSorted(fireIDs)
+	var out []Run
+	for start := 0; start < len(ids); start += maxIDsPerStatement {
+		chunk := ids[start:min(start+maxIDsPerStatement, len(ids))]
+		var rows []runRow
+		err := s.db.NewSelect().Model(&rows).
+			Where("r.fire_id IN (?)", bun.List(chunk)).
+			Order("r.fire_id ASC").
+			Scan(ctx)
+		if err != nil {
+			return nil, wrap(err, "runs by %d fire ids", len(chunk))
+		}
+		for i := range rows {
+			out = append(out, rows[i].domain())
+		}
+	}
+	return out, nil
+}
+
+// ActiveRunsNotOn returns at most limit runs that are not finished
+// (triggered or running), are assigned to a node, and whose node is not
+// one of liveNodes, oldest id first, only those with an id above afterID
+// (keyset paging: pass the last id returned to read on). The lost-run
+// monitor calls it with the nodes holding a registration key; the status
+// index bounds the scan to unfinished runs.
+func (s *Store) ActiveRunsNotOn(ctx context.Context, liveNodes []string, afterID int64, limit int) ([]Run, error) {
+	if limit <= 0 {
+		limit = maxIDsPerStatement
+	}
+	var rows []runRow
+	q := s.db.NewSelect().Model(&rows).
+		Where("r.status IN (?)", bun.List([]string{cluster.StatusTriggered, cluster.StatusRunning})).
+		Where("r.node <> ''").
+		Where("r.id > ?", afterID)
+	if live := uniqueSorted(liveNodes); len(live) > 0 {
+		q = q.Where("r.node NOT IN (?)", bun.List(live))
+	}
+	if err := q.Order("r.id ASC").Limit(int64(limit)).Scan(ctx); err != nil {
+		return nil, wrap(err, "list unfinished runs of nodes not live")
+	}
+	out := make([]Run, len(rows))
+	for i := range rows {
+		out[i] = rows[i].domain()
+	}
+	return out, nil
+}
+
+// MarkLost moves the runs with the given fire ids that are not finished to
+// status lost, with message msg and finished_at now; a terminal run is never
+// changed. It returns how many runs it changed. One statement per 1000 ids,
+// all in one transaction.
+func (s *Store) MarkLost(ctx context.Context, fireIDs []string, msg string) (int, error) {
+	ids := uniqueSorted(fireIDs)
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	message, _ := cleanText(msg, maxMessageBytes)
+	t := now()
+	changed := 0
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		changed = 0
+		for start := 0; start < len(ids); start += maxIDsPerStatement {
+			chunk := ids[start:min(start+maxIDsPerStatement, len(ids))]
+			res, err := tx.NewUpdate().Model((*runRow)(nil)).
+				Set("status = ?", cluster.StatusLost).
+				Set("message = ?", message).
+				Set("finished_at = ?", t).
+				Set("updated_at = ?", t).
+				Where("fire_id IN (?)", bun.List(chunk)).
+				Where("status NOT IN (" + terminalList + ")").
+				Exec(ctx)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return fmt.Errorf("rows affected: %w", err)
+			}
+			changed += int(n)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, wrap(err, "mark %d runs lost", len(ids))
+	}
+	return changed, nil
+}
+
+func uniqueSorted(in []string) []string {
+	out := make([]string, 0, len(in))
+	seen := make(map[string]bool, len(in))
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -72,4 +73,11 @@ func TestEtcdCommand(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("cronix etcd did not stop on cancel")
 	}
+}
+
+func TestConfigurationDocIsCurrent(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("docs/configuration.md")
+	require.NoError(t, err)
+	require.Equal(t, configurationDoc(), string(b), "docs/configuration.md is stale: run 'make docs'")
 }

@@ -9,6 +9,7 @@ HTTP_ADDR ?= 127.0.0.1:8080
 # bench knobs: make bench BENCH_JOBS=1000 BENCH_SECONDS=60
 BENCH_JOBS ?= 1000
 BENCH_SECONDS ?= 60
+FAILOVER_TRIALS ?= 20
 GOLANGCI_VERSION ?= v2.6.2
 FUZZ_TIME ?= 15s
 
@@ -31,8 +32,12 @@ test: ## vet, every test with the race detector (store suite on PostgreSQL/MySQL
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(GO) test -run '^$$' -fuzz=FuzzParse -fuzztime=$(FUZZ_TIME) ./server/schedule/
 
-bench: build ## fire BENCH_JOBS jobs every second for BENCH_SECONDS s in standalone; writes docs/benchmarks.md
+bench: build ## fire throughput/lateness/RSS (BENCH_JOBS jobs every second for BENCH_SECONDS s) and HA failover gap (FAILOVER_TRIALS kills); writes docs/benchmarks.md
 	$(GO) run ./bench/firebench --binary $(BIN) --jobs $(BENCH_JOBS) --seconds $(BENCH_SECONDS) --out docs/benchmarks.md
+	$(GO) run ./bench/failover --binary $(BIN) --trials $(FAILOVER_TRIALS) --out docs/benchmarks.md
+
+bench-failover: build ## only the HA failover gap: kill the leader FAILOVER_TRIALS times
+	$(GO) run ./bench/failover --binary $(BIN) --trials $(FAILOVER_TRIALS) --out docs/benchmarks.md
 
 lint: ## gofmt, go vet and golangci-lint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }

@@ -94,14 +94,18 @@ func TestChaos(t *testing.T) {
 
 	nodeDirs := []string{filepath.Join(dir, "node1"), filepath.Join(dir, "node2")}
 	nodes := make([]*harness.Proc, len(nodeDirs))
+	nodeIDs := make([]string, len(nodeDirs))
 	for i, d := range nodeDirs {
-		nodes[i], _, err = c.StartNode(d, "default", "--lease-ttl", "3s")
+		nodes[i], nodeIDs[i], err = c.StartNode(d, "default", "--lease-ttl", "3s")
 		require.NoError(t, err)
+		t.Logf("chaos: node%d is %s", i+1, nodeIDs[i])
 	}
 	require.Eventually(t, func() bool { return len(liveNodes(t, c.API(), "default")) == 2 }, 20*time.Second, 100*time.Millisecond)
 
 	execLog := filepath.Join(dir, "exec.log")
-	params, err := json.Marshal(map[string]string{"script": `echo "$CRONIX_FIRE_ID" >> ` + execLog})
+	// Each run lasts a second after logging its execution, so a node crash
+	// always catches runs in flight.
+	params, err := json.Marshal(map[string]string{"script": `echo "$CRONIX_FIRE_ID" >> ` + execLog + `; sleep 1`})
 	require.NoError(t, err)
 	const jobs = 50
 	bodies := make([]map[string]any, jobs)
@@ -171,7 +175,7 @@ func TestChaos(t *testing.T) {
 		case "node":
 			i := rng.IntN(len(nodes))
 			nodes[i].Kill()
-			logEvent("kill -9 node%d", i+1)
+			logEvent("kill -9 node%d (%s) with runs in flight", i+1, nodeIDs[i])
 			pause(time.Second, 3*time.Second)
 			nodes[i], _, err = c.StartNode(nodeDirs[i], "default", "--lease-ttl", "3s")
 			require.NoError(t, err)
@@ -247,7 +251,7 @@ func TestChaos(t *testing.T) {
 	var expected, recorded, missed, unexecuted, dupRows, dupExecs, lost, lostRan int
 	blame := map[string]int{}
 	var examples []string
-	note := func(kind string, scheduled time.Time, fireID string) {
+	note := func(kind string, scheduled time.Time, fireID string, rs []harness.Run) {
 		// The last fault injected before the scheduled second.
 		cause := "before any fault"
 		for _, e := range events {
@@ -257,7 +261,11 @@ func TestChaos(t *testing.T) {
 		}
 		blame[kind+" after "+cause]++
 		if len(examples) < 10 {
-			examples = append(examples, kind+" "+fireID)
+			ex := kind + " " + fireID
+			for _, r := range rs {
+				ex += fmt.Sprintf(" [status=%s node=%s attempt=%d message=%q]", r.Status, r.Node, r.Attempt, r.Message)
+			}
+			examples = append(examples, ex)
 		}
 	}
 	for _, id := range ids {
@@ -275,16 +283,16 @@ func TestChaos(t *testing.T) {
 			switch {
 			case len(rs) == 0:
 				missed++
-				note("missed", s, fid)
+				note("missed", s, fid, nil)
 				continue
 			case len(rs) > 1:
 				dupRows += len(rs) - 1
-				note("duplicate run row", s, fid)
+				note("duplicate run row", s, fid, rs)
 			}
 			n := execs[fid]
 			if n > 1 {
 				dupExecs += n - 1
-				note(fmt.Sprintf("ran %d times", n), s, fid)
+				note(fmt.Sprintf("ran %d times", n), s, fid, rs)
 			}
 			if rs[0].Status == cluster.StatusLost {
 				lost++
@@ -295,7 +303,7 @@ func TestChaos(t *testing.T) {
 			}
 			if n == 0 {
 				unexecuted++
-				note("never ran ("+rs[0].Status+")", s, fid)
+				note("never ran ("+rs[0].Status+")", s, fid, rs)
 			}
 		}
 	}

@@ -78,9 +78,19 @@ func (r *Replica) Output() string {
 	defer r.mu.Unlock()
 	out := r.logs
 	if r.proc != nil {
-		out += r.proc.Output()
+		out += r.proc.Output() + exitNote(r.proc)
 	}
 	return out
+}
+
+// exitNote tells how p exited ("" while it runs).
+func exitNote(p *Proc) string {
+	select {
+	case <-p.Done():
+		return fmt.Sprintf("---- exited at %s: %v ----\n", p.exitedAt.Format(time.StampMilli), p.err)
+	default:
+		return ""
+	}
 }
 
 // Cluster is a running HA deployment.
@@ -178,7 +188,8 @@ func (c *Cluster) Launch(i int) error {
 	}
 	r.mu.Lock()
 	if r.proc != nil {
-		r.logs += r.proc.Output() + fmt.Sprintf("---- %s restarted at %s ----\n", r.ID, time.Now().Format(time.StampMilli))
+		r.logs += r.proc.Output() + exitNote(r.proc) +
+			fmt.Sprintf("---- %s restarted at %s ----\n", r.ID, time.Now().Format(time.StampMilli))
 	}
 	r.proc, r.stopped = p, false
 	r.mu.Unlock()
@@ -327,7 +338,11 @@ func (c *Cluster) Leader(timeout time.Duration, exclude int) (int, error) {
 		}
 		last = err
 		if time.Now().After(deadline) {
-			return -1, fmt.Errorf("no agreed leader within %s: %w", timeout, last)
+			var up []string
+			for _, r := range c.Replicas {
+				up = append(up, fmt.Sprintf("%s up=%t", r.ID, r.Up()))
+			}
+			return -1, fmt.Errorf("no agreed leader within %s (%s): %w", timeout, strings.Join(up, ", "), last)
 		}
 		time.Sleep(100 * time.Millisecond) // poll period
 	}

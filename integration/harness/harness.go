@@ -66,6 +66,8 @@ type Proc struct {
 	out  bytes.Buffer
 	done chan struct{}
 	err  error
+	// exitedAt is when Wait returned (set before done is closed).
+	exitedAt time.Time
 }
 
 // Start runs binary with args and extra environment; its output is kept.
@@ -92,6 +94,7 @@ func Start(binary string, env []string, args ...string) (*Proc, error) {
 	}()
 	go func() {
 		p.err = p.Cmd.Wait()
+		p.exitedAt = time.Now()
 		_ = pw.Close()
 		close(p.done)
 	}()

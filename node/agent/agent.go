@@ -50,6 +50,7 @@ type Agent struct {
 	mu      sync.Mutex
 	active  map[string]struct{} // fires running now
 	unacked map[string]struct{} // fires finished whose run keys still exist
+	starts  *startLog           // start journal (nil without a spool dir)
 	recent  *recentSet          // fires whose run keys this process deleted
 	// lanes holds, per job, the fire running on this node and the fires
 	// queued behind it (block strategies); execs indexes them by fire id.
@@ -155,6 +156,22 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		if len(pending) > 0 {
 			a.log.Info("agent: resuming delivery of spooled results", "results", len(pending))
 		}
+		sl, prev, err := openStartLog(a.cfg.SpoolDir)
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		a.starts = sl
+		// Fires the previous process started but never finished: report them
+		// lost (spooled like any result) instead of running them again.
+		for _, e := range prev {
+			if _, done := a.unacked[e.FireID]; done {
+				continue
+			}
+			a.log.Warn("agent: fire was in progress when the node process stopped; reporting it lost",
+				"fire_id", e.FireID, "started_at", e.StartedAt)
+			a.reporter.enqueue(a.interruptedResult(e))
+			a.unacked[e.FireID] = struct{}{}
+		}
 	}
 
 	a.runCtx, a.runCancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -221,6 +238,9 @@ func (a *Agent) shutdown() {
 	}
 	a.dropQueued()
 	a.waitRuns()
+	if a.starts != nil {
+		a.starts.close()
+	}
 	if a.controlCancel != nil {
 		a.controlCancel()
 		<-a.controlDone

@@ -2,8 +2,11 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -457,4 +460,37 @@ func TestRunKeyDeletionFitsEtcdsTxnLimit(t *testing.T) {
 		waitFor, tick, "all run keys deleted despite the smaller txn limit")
 	b.agent.Stop()
 	require.Equal(t, stockMaxTxnOps, b.agent.reporter.maxTxnOps, "fell back to etcd's stock limit")
+}
+
+// A fire the previous node process started but never finished (it was
+// killed mid-run) is reported lost after a restart, not run a second time.
+func TestInterruptedFireIsReportedLostNotRerun(t *testing.T) {
+	t.Parallel()
+	spoolDir := t.TempDir()
+	b := setup(t, func(c *Config) { c.SpoolDir = spoolDir })
+	// What a killed process leaves: the start journal line and the run key.
+	scheduled := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	line, err := json.Marshal(startEntry{FireID: "18-1", JobID: 18, Trigger: cluster.TriggerSchedule,
+		ScheduledAt: scheduled, StartedAt: scheduled.Add(time.Second)})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(spoolDir, startLogName), append(line, '\n'), 0o600))
+	b.dispatch(t, "18-1", "echo", "", 0)
+	b.start(t)
+
+	res := b.waitFinal(t, "18-1")
+	require.Equal(t, cluster.StatusLost, res.Status)
+	require.Contains(t, res.Message, "not run again")
+	require.Equal(t, int64(18), res.JobID)
+	require.True(t, res.ScheduledAt.Equal(scheduled))
+	require.Equal(t, 0, b.runner.Calls("18-1"), "the interrupted fire is not run again")
+	require.Eventually(t, func() bool { return !b.runKeyExists(t, "18-1") }, waitFor, tick,
+		"its run key is removed once the lost report is stored")
+
+	// A fire that starts now is journalled, and forgotten when it ends.
+	b.dispatch(t, "18-2", "echo", "", 0)
+	require.Equal(t, cluster.StatusSuccess, b.waitFinal(t, "18-2").Status)
+	b.agent.starts.mu.Lock()
+	_, still := b.agent.starts.running["18-2"]
+	b.agent.starts.mu.Unlock()
+	require.False(t, still)
 }

@@ -49,6 +49,13 @@ func (a *Agent) run(e *execution) {
 	defer e.out.Close()
 
 	started := time.Now().UTC()
+	if a.starts != nil {
+		if err := a.starts.started(startEntry{FireID: d.FireID, JobID: d.Job.JobID, Trigger: d.Trigger,
+			ScheduledAt: d.ScheduledAt, StartedAt: started}); err != nil {
+			a.log.Warn("agent: recording the start of a fire", "fire_id", d.FireID, "error", err)
+		}
+		defer a.starts.ended(d.FireID) // after the result is queued (deferred before release runs)
+	}
 	proc := a.startProc(e, started)
 	defer proc.stop()
 

@@ -174,7 +174,7 @@ func parseStandard(fields []string, loc *time.Location) (Schedule, error) {
 // parseQuartz reads 6- or 7-field Quartz cron.
 func parseQuartz(fields []string, loc *time.Location) (Schedule, error) {
 	if len(fields) != 6 && len(fields) != 7 {
-		return nil, fmt.Errorf("quartz cron expression has %d fields; expected 6 or 7 (second minute hour day-of-month month day-of-week [year])", len(fields))
+		return nil, fmt.Errorf("expected 6 or 7 fields for Quartz cron (second minute hour day-of-month month day-of-week [year]), found %d", len(fields))
 	}
 	c := &cronSchedule{loc: loc}
 	var err error

@@ -396,7 +396,7 @@ func TestInvalid(t *testing.T) {
 		{"", "0 0 24 * * ?", "", `hour: "24" is out of range 0-23`},
 		{"", "0 60 * * * ?", "", `minute: "60" is out of range 0-59`},
 		{"", "0 0 0 ? * 1#", "", `the number after # must be from 1 to 5`},
-		{"", "? * * * *", "", "Quartz cron expression has 5 fields"},
+		{"", "? * * * *", "", "expected 6 or 7 fields for Quartz cron (second minute hour day-of-month month day-of-week [year]), found 5"},
 		{"", "0 0 12 * * * 1 2", "", "has 8 fields"},
 		{"cronx", "* * * * *", "", `unknown schedule type "cronx" (supported: cron, fixed_rate, fixed_delay, once, none)`},
 		{"", "* * * * *", "Mars/Base", `unknown time zone "Mars/Base"`},

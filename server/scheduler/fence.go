@@ -48,13 +48,14 @@ func (l *loop) ownsFence(val string) error {
 	return nil
 }
 
-// onLeader handles a change of the leader key: any value but this term's
-// claim (or its deletion) ends the loop with ErrFenced.
+// isFenced reports whether err says a newer term holds the fence.
 func isFenced(err error) bool { return errors.Is(err, dispatch.ErrFenced) }
 
+// onLeader handles a change of the leader key: any value but this term's
+// claim (or its deletion) ends the loop with ErrFenced.
 func (l *loop) onLeader(ctx context.Context, wr clientv3.WatchResponse, ok bool) error {
 	if ctx.Err() != nil {
-		return nil
+		return nil //nolint:nilerr // leadership ended: not an error of the loop
 	}
 	if watchBroken(wr, ok) {
 		err := l.watchLeader(ctx)

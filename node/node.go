@@ -33,7 +33,9 @@ type Config struct {
 	Group string
 	// Keys is the etcd key layout.
 	Keys cluster.Keys
-	// NodeToken is presented to servers when reporting results.
+	// NodeToken is presented to servers when reporting results, and
+	// required from servers calling the node's endpoints (live output,
+	// params validation).
 	NodeToken string
 	// ServerURLs are server API base URLs; empty = discover in etcd.
 	ServerURLs []string
@@ -125,6 +127,8 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}`))
 	})
+	// Params validation by the handler plugin, for the servers' job saves.
+	mux.Handle("POST "+ValidatePath, ValidateHandler(n.host, n.cfg.NodeToken))
 	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	n.wg.Add(1)
 	go func() {

@@ -156,6 +156,11 @@ func (s *server) jobFromRequest(ctx context.Context, req JobRequest) (*store.Job
 			}
 			if msg != "" {
 				fields["params"] = msg
+			} else if len(fields) == 0 {
+				// The plugin's own Validate, on one node (pluginvalidate.go).
+				if msg := s.checkParamsPlugin(ctx, nodes, j.NodeUUID, j.Group, j.Handler, j.Params); msg != "" {
+					fields["params"] = msg
+				}
 			}
 		}
 	}

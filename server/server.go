@@ -145,7 +145,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	handler := api.New(api.Config{
 		Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, Location: s.cfg.Location,
 		NodeToken: s.cfg.NodeToken, Logger: s.cfg.Logger, UI: ui.Handler(),
-		Compat: compat.New(compat.Config{Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys,
+		Compat: compat.New(compat.Config{Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, NodeToken: s.cfg.NodeToken,
 			Location: s.cfg.Location, Logger: s.cfg.Logger}),
 		Cluster: s.raft,
 	})

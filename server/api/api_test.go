@@ -97,7 +97,7 @@ func setup(t *testing.T) *bundle {
 	cli := etcdtest.Client(t)
 	keys := cluster.NewKeys("")
 	putNode(t, cli, keys, cluster.NodeInfo{
-		UUID: "n1", Group: "default", IP: "10.0.0.1", Port: 7070, Version: "1.2.3", Status: "online",
+		UUID: "n1", Group: "default", IP: "127.0.0.11", Port: 1, Version: "1.2.3", Status: "online",
 		Plugins: []cluster.PluginInfo{{Name: "shell", Version: "1.0.0"}},
 		Started: time.Date(2026, 1, 2, 3, 4, 5, 600_000_000, time.UTC),
 	})
@@ -434,7 +434,7 @@ func TestInvalidInputWritesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// Another group's node offers "http"; "default" does not.
-	putNode(t, b.etcd, b.keys, cluster.NodeInfo{UUID: "n2", Group: "web", IP: "10.0.0.2", Port: 7070,
+	putNode(t, b.etcd, b.keys, cluster.NodeInfo{UUID: "n2", Group: "web", IP: "127.0.0.12", Port: 1,
 		Plugins: []cluster.PluginInfo{{Name: "http", Version: "1"}}})
 
 	// One existing job, to check that a rejected PUT or trigger changes nothing either.
@@ -549,7 +549,7 @@ func TestInvalidInputWritesNothing(t *testing.T) {
 func TestGroupIsEnsured(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	putNode(t, b.etcd, b.keys, cluster.NodeInfo{UUID: "n2", Group: "web", IP: "10.0.0.2", Port: 7070,
+	putNode(t, b.etcd, b.keys, cluster.NodeInfo{UUID: "n2", Group: "web", IP: "127.0.0.12", Port: 1,
 		Plugins: []cluster.PluginInfo{{Name: "http", Version: "1"}}})
 	j := validJob()
 	j["group"] = "web"
@@ -688,7 +688,7 @@ func TestResultBodyLimit(t *testing.T) {
 func TestNodes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	putNode(t, b.etcd, b.keys, cluster.NodeInfo{UUID: "n2", Group: "web", IP: "10.0.0.2", Port: 8080,
+	putNode(t, b.etcd, b.keys, cluster.NodeInfo{UUID: "n2", Group: "web", IP: "127.0.0.12", Port: 2,
 		Status: "online", Plugins: []cluster.PluginInfo{{Name: "http", Version: "2.0.0"}}})
 	// Junk under the node prefix is skipped, not fatal.
 	_, err := b.etcd.Put(b.ctx, b.keys.Node("junk"), "{not json")
@@ -699,12 +699,12 @@ func TestNodes(t *testing.T) {
 	require.Len(t, nodes.Items, 2)
 	n1 := nodes.Items[0]
 	require.Equal(t, api.Node{
-		UUID: "n1", Group: "default", Address: "10.0.0.1:7070", Status: "online",
+		UUID: "n1", Group: "default", Address: "127.0.0.11:1", Status: "online",
 		Plugins: []api.Plugin{{Name: "shell", Version: "1.0.0"}}, Version: "1.2.3",
 		Started: api.Time{Time: time.Date(2026, 1, 2, 3, 4, 5, 600_000_000, time.UTC)},
 	}, n1)
 	require.Equal(t, "n2", nodes.Items[1].UUID)
-	require.Equal(t, "10.0.0.2:8080", nodes.Items[1].Address)
+	require.Equal(t, "127.0.0.12:2", nodes.Items[1].Address)
 
 	status, raw := b.do(http.MethodGet, "/api/v1/nodes", b.token, nil)
 	require.Equal(t, http.StatusOK, status)

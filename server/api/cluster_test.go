@@ -107,7 +107,7 @@ func TestClusterStatus(t *testing.T) {
 		_, err = b.etcd.Put(b.ctx, cluster.ServerRegistration(s.URL[len("http://"):]), string(v))
 		require.NoError(t, err)
 	}
-	_, err := b.etcd.Put(b.ctx, cluster.ServerRegistration("10.0.0.9:1"), "not json")
+	_, err := b.etcd.Put(b.ctx, cluster.ServerRegistration("127.0.0.19:1"), "not json")
 	require.NoError(t, err)
 
 	// Logged-in only.

@@ -660,7 +660,8 @@ func NewJobs(cfg Config) *Jobs {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
-	s := &server{store: cfg.Store, etcd: cfg.Etcd, keys: cfg.Keys, loc: cfg.Location, log: cfg.Logger, now: cfg.Now}
+	s := &server{store: cfg.Store, etcd: cfg.Etcd, keys: cfg.Keys, loc: cfg.Location, log: cfg.Logger, now: cfg.Now,
+		nodeToken: cfg.NodeToken}
 	if s.loc == nil {
 		s.loc = time.Local
 	}

@@ -244,6 +244,6 @@ func TestNodeSystemInfoRoundTrip(t *testing.T) {
 
 	b.errorOf(http.MethodGet, "/api/v1/nodes/nope/system", b.token, nil, http.StatusNotFound)
 	// A registered node that never answers: 504 after the wait.
-	putNode(t, b.etcd, b.keys, cluster.NodeInfo{UUID: "mute", Group: "default", IP: "10.0.0.9", Port: 1})
+	putNode(t, b.etcd, b.keys, cluster.NodeInfo{UUID: "mute", Group: "default", IP: "127.0.0.19", Port: 1})
 	b.errorOf(http.MethodGet, "/api/v1/nodes/mute/system", b.token, nil, http.StatusGatewayTimeout)
 }

@@ -56,6 +56,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// NodeToken lets job saves ask a node to validate params with the
+	// handler plugin (as /api/v1 does); "" skips that check.
+	NodeToken string
 }
 
 // handler serves the compat API.
@@ -75,10 +78,11 @@ func New(cfg Config) http.Handler {
 	}
 	h := &handler{
 		store: cfg.Store,
-		jobs:  api.NewJobs(api.Config{Store: cfg.Store, Etcd: cfg.Etcd, Keys: cfg.Keys, Location: cfg.Location, Logger: cfg.Logger, Now: cfg.Now}),
-		loc:   cfg.Location,
-		log:   cfg.Logger,
-		now:   cfg.Now,
+		jobs: api.NewJobs(api.Config{Store: cfg.Store, Etcd: cfg.Etcd, Keys: cfg.Keys, Location: cfg.Location,
+			Logger: cfg.Logger, Now: cfg.Now, NodeToken: cfg.NodeToken}),
+		loc: cfg.Location,
+		log: cfg.Logger,
+		now: cfg.Now,
 	}
 	if h.loc == nil {
 		h.loc = time.Local

@@ -48,7 +48,7 @@ func setup(t *testing.T) *bundle {
 	cli := etcdtest.Client(t)
 	keys := cluster.NewKeys("")
 	for _, n := range []cluster.NodeInfo{
-		{UUID: "n1", Group: "xxl-job-executor-sample-springCloud", IP: "10.0.0.1", Port: 1,
+		{UUID: "n1", Group: "xxl-job-executor-sample-springCloud", IP: "127.0.0.11", Port: 1,
 			Plugins: []cluster.PluginInfo{{Name: "springCloudDemoJobHandler"}, {Name: "shell"}, {Name: "cmd"}, {Name: "http"}}},
 	} {
 		v, err := json.Marshal(n)

@@ -74,6 +74,7 @@ type Server struct {
 	http     *http.Server
 	listener net.Listener
 	url      string
+	leaseMu  sync.Mutex // guards lease: re-registration replaces it
 	lease    clientv3.LeaseID
 
 	adminCreated  bool
@@ -210,29 +211,67 @@ func (s *Server) lead(ctx context.Context, term uint64, sched *scheduler.Schedul
 }
 
 // register publishes this replica under the seed-004 registry layout so
-// nodes can find an API to report to.
+// nodes can find an API to report to, and keeps it there: when the lease is
+// lost (an etcd outage longer than its TTL) it registers again.
 func (s *Server) register(ctx, runCtx context.Context) error {
+	ka, err := s.putRegistration(ctx, runCtx)
+	if err != nil {
+		return err
+	}
+	s.wg.Add(1)
+	go s.keepRegistered(runCtx, ka)
+	return nil
+}
+
+// putRegistration grants a lease, puts the registration under it and starts
+// its keepalive (bound to runCtx).
+func (s *Server) putRegistration(ctx, runCtx context.Context) (<-chan *clientv3.LeaseKeepAliveResponse, error) {
 	lease, err := s.etcd.Grant(ctx, 10)
 	if err != nil {
-		return fmt.Errorf("server: etcd lease: %w", err)
+		return nil, fmt.Errorf("server: etcd lease: %w", err)
 	}
+	s.leaseMu.Lock()
 	s.lease = lease.ID
+	s.leaseMu.Unlock()
 	host := s.listener.Addr().String()
 	val, _ := json.Marshal(cluster.ServerInfo{ID: s.cfg.ID, URL: s.url, Version: s.cfg.Version, Started: time.Now().UTC()})
 	if _, err := s.etcd.Put(ctx, cluster.ServerRegistration(host), string(val), clientv3.WithLease(lease.ID)); err != nil {
-		return fmt.Errorf("server: registering in etcd: %w", err)
+		return nil, fmt.Errorf("server: registering in etcd: %w", err)
 	}
 	ka, err := s.etcd.KeepAlive(runCtx, lease.ID)
 	if err != nil {
-		return fmt.Errorf("server: etcd keepalive: %w", err)
+		return nil, fmt.Errorf("server: etcd keepalive: %w", err)
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	return ka, nil
+}
+
+// keepRegistered drains the keepalive and registers again whenever the
+// lease is lost, until runCtx ends.
+func (s *Server) keepRegistered(runCtx context.Context, ka <-chan *clientv3.LeaseKeepAliveResponse) {
+	defer s.wg.Done()
+	backoff := 200 * time.Millisecond
+	for {
 		for range ka { //nolint:revive // drain keepalive responses
 		}
-	}()
-	return nil
+		if runCtx.Err() != nil {
+			return
+		}
+		s.log.Warn("server registration lease lost; registering again")
+		for {
+			var err error
+			if ka, err = s.putRegistration(runCtx, runCtx); err == nil {
+				backoff = 200 * time.Millisecond
+				break
+			}
+			s.log.Warn("registering in etcd failed; retrying", "err", err, "backoff", backoff)
+			select {
+			case <-runCtx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 10*time.Second)
+		}
+	}
 }
 
 // URL is the advertised base URL of the API.
@@ -253,15 +292,15 @@ func (s *Server) Stop() {
 			_ = s.http.Shutdown(ctx)
 			cancel()
 		}
+		if s.cancel != nil {
+			s.cancel() // ends the registration keepalive (no re-registering from here on)
+		}
+		s.wg.Wait()
 		if s.lease != 0 {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			_, _ = s.etcd.Revoke(ctx, s.lease)
 			cancel()
 		}
-		if s.cancel != nil {
-			s.cancel()
-		}
-		s.wg.Wait()
 		if s.store != nil {
 			_ = s.store.Close()
 		}

@@ -176,6 +176,9 @@ func (n *Node) Start(ctx context.Context) (err error) {
 // flushes results and stops the plugins. Idempotent.
 func (n *Node) Stop() {
 	n.once.Do(func() {
+		if n.pub != nil {
+			n.pub.Stop() // withdraws the handler descriptions (revokes their lease)
+		}
 		if n.sys != nil {
 			n.sys.Stop()
 		}

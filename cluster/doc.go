@@ -16,6 +16,8 @@
 //	                                          (fire id "<job_id>-m<mod_revision>") and deletes it
 //	/Cronix/signal/job/<job_id>               job revision (decimal); any replica after a SQL write of the job,
 //	                                          so the leader reloads it; removed with the job
+//	/Cronix/signal/group/<appname>            group write time (RFC 3339); any replica after a SQL create/update/delete
+//	                                          of the group, so the leader reloads the groups (manual address lists)
 //	/Cronix/proc/<node_uuid>/<job_id>/<pid>   ProcInfo JSON; node, under its lease, for long runs
 //	                                          (<pid> is the agent's per-process run number; Killed=true asks the node to kill it)
 //	/Cronix/kill/<node_uuid>/<fire_id>        ""; a replica asking to kill a fire without a proc key, under a 60s lease;

@@ -110,6 +110,12 @@ func (k Keys) JobSignal(jobID int64) string {
 	return k.JobSignalPrefix() + strconv.FormatInt(jobID, 10)
 }
 
+// GroupSignalPrefix is the directory of group change signals.
+func (k Keys) GroupSignalPrefix() string { return k.root() + "/signal/group/" }
+
+// GroupSignal is the change signal key of one group (by appname).
+func (k Keys) GroupSignal(appName string) string { return k.GroupSignalPrefix() + appName }
+
 // ProcPrefix is the directory of running processes on one node.
 func (k Keys) ProcPrefix(nodeUUID string) string { return k.root() + "/proc/" + nodeUUID + "/" }
 

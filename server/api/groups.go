@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/gorilla/mux"
@@ -199,6 +200,17 @@ func (s *server) listGroups(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// signalGroup tells the leader that group appName changed (created,
+// updated or deleted): it puts the write time under the group's signal
+// key, so the scheduler reloads the groups (manual address lists). The
+// scheduler also relists groups periodically, which covers a lost signal.
+func (s *server) signalGroup(ctx context.Context, appName string) error {
+	if _, err := s.etcd.Put(ctx, s.keys.GroupSignal(appName), time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+		return fmt.Errorf("group %q saved but signalling the scheduler failed: %w", appName, err)
+	}
+	return nil
+}
+
 // createGroup handles POST /api/v1/groups.
 func (s *server) createGroup(w http.ResponseWriter, r *http.Request) error {
 	g, err := decodeGroup(r)
@@ -208,6 +220,9 @@ func (s *server) createGroup(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	if err := s.store.CreateGroup(ctx, g); err != nil {
 		return public(err, "a group with appname %q exists", g.AppName)
+	}
+	if err := s.signalGroup(ctx, g.AppName); err != nil {
+		return err
 	}
 	w.Header().Set("Location", "/api/v1/groups/"+strconv.FormatInt(g.ID, 10))
 	return s.writeGroup(ctx, w, http.StatusCreated, g)
@@ -241,6 +256,9 @@ func (s *server) updateGroup(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.UpdateGroup(ctx, g); err != nil {
 		return public(err, "cannot update group %d (not found, appname %q taken, or renaming a group that has jobs)", id, g.AppName)
 	}
+	if err := s.signalGroup(ctx, g.AppName); err != nil {
+		return err
+	}
 	return s.writeGroup(ctx, w, http.StatusOK, g)
 }
 
@@ -250,8 +268,16 @@ func (s *server) deleteGroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteGroup(r.Context(), id); err != nil {
+	ctx := r.Context()
+	old, err := s.store.GetGroup(ctx, id)
+	if err != nil {
+		return public(err, "group %d not found", id)
+	}
+	if err := s.store.DeleteGroup(ctx, id); err != nil {
 		return public(err, "cannot delete group %d (not found, or jobs use it)", id)
+	}
+	if err := s.signalGroup(ctx, old.AppName); err != nil {
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

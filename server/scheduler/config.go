@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -19,6 +20,9 @@ type JobSource interface {
 	EnabledJobs(ctx context.Context) ([]store.Job, error)
 	// GetJob returns a job or an error wrapping store.ErrNotFound.
 	GetJob(ctx context.Context, id int64) (*store.Job, error)
+	// ListGroups returns every group (manual groups route to their
+	// Addresses).
+	ListGroups(ctx context.Context) ([]store.Group, error)
 }
 
 // RunRecorder records fires before they are dispatched (satisfied by *store.Store).
@@ -57,6 +61,8 @@ const (
 	DefaultMisfireThreshold = 5 * time.Second
 	DefaultRetryMin         = 100 * time.Millisecond
 	DefaultRetryMax         = 5 * time.Second
+	DefaultBeatInterval     = 2 * time.Second
+	DefaultBeatTimeout      = time.Second
 )
 
 // Config wires a Scheduler.
@@ -90,6 +96,14 @@ type Config struct {
 	// RetryMin and RetryMax bound the backoff of a failed batch, watch
 	// resync or placement (defaults 100ms and 5s).
 	RetryMin, RetryMax time.Duration
+	// BeatInterval is how often the leader GETs /healthz of every live node
+	// for FAILOVER (default 2s; negative turns beats off: FAILOVER then
+	// uses the registration status only).
+	BeatInterval time.Duration
+	// BeatTimeout bounds one beat request (default 1s).
+	BeatTimeout time.Duration
+	// HTTPClient sends the beats; nil = a plain http.Client.
+	HTTPClient *http.Client
 }
 
 func (c *Config) setDefaults() {
@@ -110,6 +124,15 @@ func (c *Config) setDefaults() {
 	}
 	if c.RetryMin <= 0 {
 		c.RetryMin = DefaultRetryMin
+	}
+	if c.BeatInterval == 0 {
+		c.BeatInterval = DefaultBeatInterval
+	}
+	if c.BeatTimeout <= 0 {
+		c.BeatTimeout = DefaultBeatTimeout
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{}
 	}
 	if c.RetryMax < c.RetryMin {
 		c.RetryMax = max(DefaultRetryMax, c.RetryMin)

@@ -5,17 +5,21 @@
 //
 // # One term of the loop
 //
-//	start ─► Claim fence(term) ─► load nodes, pending runs + processes, route state,
-//	         jobs + cursors, placements, once requests
+//	start ─► Claim fence(term) ─► load nodes, pending runs + processes, groups, route state,
+//	         jobs + cursors, placements, once requests; start the beat prober
 //	      ─► loop: one select over
 //	           timer (earliest next fire, or a retry)  → tick: fire every due job in ONE batch
 //	           node watch      /Cronix/node/           → routing + placement
 //	           signal watch    /Cronix/signal/job/     → reload / drop one job
+//	           group watch     /Cronix/signal/group/   → reload every group (manual address lists)
 //	           once watch      /Cronix/once/           → manual fire now
 //	           run watch       /Cronix/run/            → busy cache; a deleted run key = the run ended
 //	           proc watch      /Cronix/proc/           → busy cache (BUSYOVER)
 //	           leader watch    /Cronix/leader          → another term's claim: return ErrFenced
-//	           relist timer    (30 s)                  → reload every enabled job
+//	           relist timer    (30 s)                  → reload every enabled job and every group
+//	      beat prober (own goroutine, every BeatInterval = 2 s, wall clock):
+//	           GET http://<node address>/healthz of each live node, concurrently,
+//	           BeatTimeout (1 s) each → the set of nodes whose last beat failed
 //	      ─► ctx cancelled → return nil;  write fenced → return ErrFenced
 //
 // Jobs wait in a min-heap by next fire time. At each tick every due job is
@@ -52,14 +56,23 @@
 //
 // # Routing
 //
-// A fire's target is chosen among the live nodes (registration key
-// present) of the job's group that offer its handler, sorted by uuid, by
-// job.RouteStrategy ("" = FIRST): FIRST, LAST; ROUND (per-job counter);
-// RANDOM; CONSISTENT_HASH (ring of 160 virtual nodes per node: stable per
+// A fire's target is chosen among the eligible nodes of the job's group,
+// by job.RouteStrategy. Eligible are the live nodes (registration key
+// present) offering the job's handler that are members of the group: for
+// an auto group (the default, also a group not in SQL) the nodes
+// registered with its appname, sorted by uuid; for a manual group the
+// nodes listed in its Addresses (whatever group they registered with), in
+// list order. Placement uses the same eligibility. Group definitions are
+// loaded at start, on every /Cronix/signal/group/ change (the API puts it
+// after each group write) and on the relist timer. The strategies
+// ("" = FIRST): FIRST, LAST; ROUND (per-job counter); RANDOM;
+// CONSISTENT_HASH (ring of 160 virtual nodes per node: stable per
 // job, and when a node leaves only its jobs move); LEAST_FREQUENTLY_USED
 // (per-job use counts; a node new to the job starts at the current
 // minimum) and LEAST_RECENTLY_USED (per-job last use); FAILOVER (first node
-// whose registration status is "online"); BUSYOVER (first node without a
+// whose registration status is "online" and whose last beat succeeded; a
+// node not probed yet counts as healthy; BeatInterval < 0 turns beats
+// off); BUSYOVER (first node without a
 // pending run key or process key of the job, from the watch-fed cache;
 // none free → the run fails); SHARDING_BROADCAST (one fire per node, shard
 // index 0..n-1 of n in the run and the dispatch). Route state lives in raft,
@@ -154,7 +167,10 @@
 //
 // # Not yet guaranteed
 //
-//   - FAILOVER health is the registration status only, not a beat.
+//   - FAILOVER health is as fresh as the last beat round (up to
+//     BeatInterval + BeatTimeout old): a node that dies between beats can
+//     still be chosen, and its run is then lost, not retried elsewhere.
+//     Beats are per leader and start afresh each term.
 //   - BUSYOVER and fixed_delay rely on run keys being deleted; a lost
 //     node's run keys keep the job busy / waiting until the lost-run
 //     monitor removes them (Interval + Grace after its lease expired).

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,6 +32,7 @@ var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 type memStore struct {
 	mu          sync.Mutex
 	jobs        map[int64]store.Job
+	groups      map[string]store.Group
 	runs        map[string]store.Run
 	insertCalls int
 	duplicates  int
@@ -38,7 +41,23 @@ type memStore struct {
 }
 
 func newMemStore() *memStore {
-	return &memStore{jobs: map[int64]store.Job{}, runs: map[string]store.Run{}}
+	return &memStore{jobs: map[int64]store.Job{}, groups: map[string]store.Group{}, runs: map[string]store.Run{}}
+}
+
+func (m *memStore) ListGroups(context.Context) ([]store.Group, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]store.Group, 0, len(m.groups))
+	for _, g := range m.groups {
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+func (m *memStore) putGroup(g store.Group) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.groups[g.AppName] = g
 }
 
 func (m *memStore) EnabledJobs(context.Context) ([]store.Job, error) {
@@ -146,6 +165,9 @@ type harness struct {
 	// past it set it longer: waitArmed cannot tell the relist timer from
 	// the fire timer.
 	relist time.Duration
+	// beat is the loop's BeatInterval: negative (off) unless a test of
+	// FAILOVER beats sets it before newScheduler.
+	beat time.Duration
 
 	cancel context.CancelFunc
 	done   chan error
@@ -154,7 +176,7 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	cli, keys := testEtcd(t)
-	h := &harness{t: t, cli: cli, keys: keys, store: newMemStore(), clock: newFakeClock(t0)}
+	h := &harness{t: t, cli: cli, keys: keys, store: newMemStore(), clock: newFakeClock(t0), beat: -1}
 	h.jobs, h.runs = h.store, h.store
 	node, err := raftha.Open(raftha.Config{
 		ID: "s1", Dir: t.TempDir(), BindAddr: "127.0.0.1:0", Bootstrap: true,
@@ -176,6 +198,7 @@ func (h *harness) newScheduler() *Scheduler {
 	return New(Config{
 		Jobs: h.jobs, Runs: h.runs, Cursors: h.cursors, Dispatcher: h.disp,
 		Etcd: h.cli, Keys: h.keys, Clock: h.clock, Location: time.UTC, RelistInterval: h.relist,
+		BeatInterval: h.beat, BeatTimeout: time.Second,
 		Logger: slog.New(slog.NewTextHandler(testWriter{h.t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 }
@@ -187,9 +210,22 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// addNode registers a node at a loopback address with a closed port
+// (beats to it fail; tests of beats use addNodeAt).
 func (h *harness) addNode(uuid, group string, handlers ...string) {
 	h.t.Helper()
-	n := cluster.NodeInfo{UUID: uuid, Group: group, IP: "127.0.0.1", Port: 9000, Started: t0, Status: NodeOnline}
+	h.addNodeAt(uuid, group, "127.0.0.1:1", handlers...)
+}
+
+// addNodeAt registers a node listening at addr ("127.0.0.x:port").
+func (h *harness) addNodeAt(uuid, group, addr string, handlers ...string) {
+	h.t.Helper()
+	host, port, err := net.SplitHostPort(addr)
+	require.NoError(h.t, err)
+	require.True(h.t, net.ParseIP(host).IsLoopback(), "test nodes must have loopback addresses")
+	p, err := strconv.Atoi(port)
+	require.NoError(h.t, err)
+	n := cluster.NodeInfo{UUID: uuid, Group: group, IP: host, Port: p, Started: t0, Status: NodeOnline}
 	for _, p := range handlers {
 		n.Plugins = append(n.Plugins, cluster.PluginInfo{Name: p, Version: "1"})
 	}

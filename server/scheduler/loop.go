@@ -29,6 +29,8 @@ type loop struct {
 	nodes  map[string]cluster.NodeInfo   // live nodes by uuid
 	groups map[string][]cluster.NodeInfo // live nodes by group, sorted by uuid
 	rings  map[string]*hashRing          // CONSISTENT_HASH rings by group+handler
+	defs   map[string]store.Group        // group definitions by appname (manual address lists)
+	beat   *prober                       // FAILOVER beats; nil when off
 
 	routes      map[int64]*routeState // route state by job, as loaded and updated
 	routesDirty map[int64]bool        // route state to write with the next raft entry
@@ -48,9 +50,9 @@ type loop struct {
 	retryAt    time.Time // zero: nothing to retry
 	backoff    time.Duration
 
-	nodeW, sigW, onceW, runW, procW watch
-	leaderW                         watch // the fence: /Cronix/leader
-	timer, relist                   Timer
+	nodeW, sigW, onceW, runW, procW, grpW watch
+	leaderW                               watch // the fence: /Cronix/leader
+	timer, relist                         Timer
 }
 
 type placedJob struct {
@@ -81,8 +83,8 @@ type fire struct {
 	once  *onceKey // the once request to delete after commit
 }
 
-func newLoop(cfg Config, term uint64) *loop {
-	return &loop{
+func newLoop(cfg Config, term uint64, seen *seenRevs) *loop {
+	l := &loop{
 		cfg:         cfg,
 		term:        term,
 		log:         cfg.Logger.With("term", term),
@@ -99,8 +101,13 @@ func newLoop(cfg Config, term uint64) *loop {
 		placed:      map[string]placedJob{},
 		onceSeen:    map[string]int64{},
 		needResync:  map[string]bool{},
-		seen:        &seenRevs{},
+		defs:        map[string]store.Group{},
+		seen:        seen,
 	}
+	if cfg.BeatInterval > 0 {
+		l.beat = newProber(cfg, l.log, &seen.beats)
+	}
+	return l
 }
 
 // --- jobs
@@ -606,4 +613,5 @@ func (l *loop) rebuildGroups() {
 	l.groups = groups
 	l.rings = map[string]*hashRing{}
 	l.placementDirty = true
+	l.beat.setNodes(l.nodes)
 }

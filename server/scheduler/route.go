@@ -70,10 +70,20 @@ func (l *loop) routeStateOf(jobID int64) *routeState {
 	return rs
 }
 
-// eligible is the live nodes of the job's group offering its handler,
-// sorted by uuid.
+// eligible is the live nodes of the job's group offering its handler: for
+// a manual group the live nodes listed in its Addresses (whatever group
+// they registered with), in list order; otherwise (auto, or a group not
+// defined in SQL) the live nodes registered with the group, sorted by uuid.
 func (l *loop) eligible(j *store.Job) []cluster.NodeInfo {
 	var out []cluster.NodeInfo
+	if g, ok := l.defs[j.Group]; ok && g.AddressType == store.AddressManual {
+		for _, uuid := range g.Addresses {
+			if n, ok := l.nodes[uuid]; ok && n.HasHandler(j.Handler) {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
 	for _, n := range l.groups[j.Group] {
 		if n.HasHandler(j.Handler) {
 			out = append(out, n)
@@ -128,11 +138,11 @@ func (l *loop) route(j *store.Job) ([]target, string) {
 		return one(l.leastRecentlyUsed(j.ID, el))
 	case cluster.RouteFailover:
 		for _, n := range el {
-			if n.Status == NodeOnline {
+			if n.Status == NodeOnline && l.beat.healthy(n.UUID) {
 				return one(n)
 			}
 		}
-		return nil, fmt.Sprintf("FAILOVER: no healthy (online) node of group %q offers handler %q", j.Group, j.Handler)
+		return nil, fmt.Sprintf("FAILOVER: no healthy (online, beating) node of group %q offers handler %q", j.Group, j.Handler)
 	case cluster.RouteBusyover:
 		for _, n := range el {
 			if !l.runs.busy(n.UUID, j.ID) {

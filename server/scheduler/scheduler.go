@@ -28,7 +28,9 @@ type Scheduler struct {
 
 // seenRevs is the etcd revision up to which the running loop has applied
 // node, run and process changes (tests wait on it).
-type seenRevs struct{ nodes, runs, procs atomic.Int64 }
+// groups is the revision of the latest group signal applied; beats counts
+// completed FAILOVER beat rounds.
+type seenRevs struct{ nodes, runs, procs, groups, beats atomic.Int64 }
 
 func storeMax(a *atomic.Int64, rev int64) {
 	for {
@@ -59,8 +61,7 @@ func (s *Scheduler) Run(ctx context.Context, term uint64) error {
 		return ErrRunning
 	}
 	defer s.running.Store(false)
-	l := newLoop(s.cfg, term)
-	l.seen = &s.seen
+	l := newLoop(s.cfg, term, &s.seen)
 	defer l.stop()
 	s.log.Info("trigger loop starting", "term", term)
 	err := l.run(ctx)
@@ -96,6 +97,7 @@ const (
 	syncOnce    = "once"
 	syncRuns    = "runs"
 	syncProcs   = "procs"
+	syncGroups  = "groups"
 )
 
 // forgetDelay bounds how long the cursor and route state of a deleted job
@@ -115,6 +117,7 @@ func (l *loop) run(ctx context.Context) error {
 	if err := l.startup(ctx); err != nil {
 		return err
 	}
+	l.beat.start(ctx)
 	for {
 		l.arm()
 		var err error
@@ -126,6 +129,9 @@ func (l *loop) run(ctx context.Context) error {
 		case <-l.relist.C():
 			if err := l.relistJobs(ctx); err != nil && ctx.Err() == nil {
 				l.log.Warn("relisting jobs failed", "err", err)
+			}
+			if err := l.relistGroups(ctx); err != nil && ctx.Err() == nil {
+				l.log.Warn("relisting groups failed", "err", err)
 			}
 			l.relist.Reset(l.cfg.RelistInterval)
 		case wr, ok := <-l.nodeW.ch:
@@ -139,6 +145,8 @@ func (l *loop) run(ctx context.Context) error {
 			l.onRuns(ctx, wr, ok)
 		case wr, ok := <-l.procW.ch:
 			l.onProcs(ctx, wr, ok)
+		case wr, ok := <-l.grpW.ch:
+			l.onGroups(ctx, wr, ok)
 		case wr, ok := <-l.leaderW.ch:
 			err = l.onLeader(ctx, wr, ok)
 		}
@@ -165,6 +173,7 @@ func (l *loop) startup(ctx context.Context) error {
 		{"load nodes", func() error { return l.resyncNodes(ctx) }},
 		{"load pending runs", func() error { return l.resyncRuns(ctx) }},
 		{"load processes", func() error { return l.resyncProcs(ctx) }},
+		{"load groups", func() error { return l.resyncGroups(ctx) }},
 		{"load route state", func() error { l.loadRoutes(); return nil }},
 		{"load jobs", func() error { return l.loadJobs(ctx) }},
 		{"load placements", func() error { return l.loadPlaced(ctx) }},
@@ -294,6 +303,8 @@ func (l *loop) resync(ctx context.Context, name string) error {
 		err = l.resyncRuns(ctx)
 	case syncProcs:
 		err = l.resyncProcs(ctx)
+	case syncGroups:
+		err = l.resyncGroups(ctx)
 	case syncLeader:
 		err = l.watchLeader(ctx)
 	}
@@ -334,9 +345,10 @@ func (l *loop) tick(ctx context.Context, now time.Time) error {
 }
 
 func (l *loop) stop() {
-	for _, w := range []*watch{&l.nodeW, &l.sigW, &l.onceW, &l.runW, &l.procW, &l.leaderW} {
+	for _, w := range []*watch{&l.nodeW, &l.sigW, &l.onceW, &l.runW, &l.procW, &l.grpW, &l.leaderW} {
 		w.close()
 	}
+	l.beat.stop()
 	if l.timer != nil {
 		l.timer.Stop()
 	}

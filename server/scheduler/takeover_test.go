@@ -130,7 +130,7 @@ func TestTakeoverResendsOnlyUndispatched(t *testing.T) {
 	term1 := h.term
 	h.sched = New(Config{
 		Jobs: db, Runs: db, Cursors: cur1, Dispatcher: disp1, Etcd: h.cli, Keys: h.keys,
-		Clock: h.clock, Location: time.UTC, Logger: slog.New(slog.DiscardHandler),
+		Clock: h.clock, Location: time.UTC, Logger: slog.New(slog.DiscardHandler), BeatInterval: -1,
 	})
 	h.start()
 	h.step() // second 1 fires and commits
@@ -164,7 +164,7 @@ func TestTakeoverResendsOnlyUndispatched(t *testing.T) {
 	h.term = term1 + 1
 	h.sched = New(Config{
 		Jobs: db, Runs: db, Cursors: h.cursors, Dispatcher: disp2, Etcd: h.cli, Keys: h.keys,
-		Clock: h.clock, Location: time.UTC, Logger: slog.New(slog.DiscardHandler),
+		Clock: h.clock, Location: time.UTC, Logger: slog.New(slog.DiscardHandler), BeatInterval: -1,
 	})
 	h.start()
 	h.waitArmed(t0.Add(3 * time.Second))
@@ -227,7 +227,7 @@ func TestStalledLeaderWakesFenced(t *testing.T) {
 	dispB := &recordingDispatcher{Dispatcher: dispatch.New(h.cli, h.keys, "s2")}
 	schedB := New(Config{
 		Jobs: db, Runs: db, Cursors: h.cursors, Dispatcher: dispB, Etcd: h.cli, Keys: h.keys,
-		Clock: clockB, Location: time.UTC, Logger: slog.New(slog.DiscardHandler),
+		Clock: clockB, Location: time.UTC, Logger: slog.New(slog.DiscardHandler), BeatInterval: -1,
 	})
 	ctxB, cancelB := context.WithCancel(ctx)
 	doneB := make(chan error, 1)

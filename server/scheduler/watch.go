@@ -231,3 +231,60 @@ func (l *loop) flushOnceDeletes(ctx context.Context) {
 	}
 	l.onceDelete = nil
 }
+
+// --- groups
+
+// resyncGroups reloads every group definition and watches group signals
+// after that.
+func (l *loop) resyncGroups(ctx context.Context) error {
+	l.grpW.close()
+	resp, err := l.cfg.Etcd.Get(ctx, l.cfg.Keys.GroupSignalPrefix(), withPrefixCount()...)
+	if err != nil {
+		return fmt.Errorf("read group signal revision: %w", err)
+	}
+	if err := l.relistGroups(ctx); err != nil {
+		return err
+	}
+	storeMax(&l.seen.groups, resp.Header.Revision)
+	l.startWatch(ctx, &l.grpW, l.cfg.Keys.GroupSignalPrefix(), resp.Header.Revision+1)
+	return nil
+}
+
+// relistGroups reloads every group definition; routing and placement
+// follow (manual groups route to their Addresses).
+func (l *loop) relistGroups(ctx context.Context) error {
+	gs, err := l.cfg.Jobs.ListGroups(ctx)
+	if err != nil {
+		return fmt.Errorf("list groups: %w", err)
+	}
+	defs := make(map[string]store.Group, len(gs))
+	for _, g := range gs {
+		defs[g.AppName] = g
+	}
+	l.defs = defs
+	l.rings = map[string]*hashRing{}
+	l.placementDirty = true
+	return nil
+}
+
+// onGroups applies group signals: any change reloads every group (there
+// are few, and a rename changes two).
+func (l *loop) onGroups(ctx context.Context, wr clientv3.WatchResponse, ok bool) {
+	if ctx.Err() != nil {
+		return
+	}
+	if watchBroken(wr, ok) {
+		if err := l.resyncGroups(ctx); err != nil {
+			l.resyncLater(ctx, syncGroups, &l.grpW, err)
+		}
+		return
+	}
+	if len(wr.Events) == 0 {
+		return
+	}
+	if err := l.relistGroups(ctx); err != nil {
+		l.resyncLater(ctx, syncGroups, &l.grpW, err)
+		return
+	}
+	storeMax(&l.seen.groups, wr.Events[len(wr.Events)-1].Kv.ModRevision)
+}

@@ -174,7 +174,7 @@ func (a *Agent) attempt(e *execution, n int) attemptOutcome {
 		out.status = cluster.StatusSuccess
 	case e.ctx.Err() != nil:
 		return a.killedOutcome(e, out, runErr)
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || pluginTimedOut(d.Job, result, runErr):
 		out.status = cluster.StatusTimeout
 		out.message = joinMessage(fmt.Sprintf("timed out after %ds", d.Job.TimeoutSeconds), out.message, runErr)
 	case runErr != nil:
@@ -185,6 +185,15 @@ func (a *Agent) attempt(e *execution, n int) attemptOutcome {
 		out.message = joinMessage(fmt.Sprintf("handler returned unknown status %q", result.Status), out.message, nil)
 	}
 	return out
+}
+
+// pluginTimedOut reports a plugin that hit the job's deadline on its own
+// side first: the deadline travels to the plugin as a gRPC timeout, which
+// can expire a hair before the node's own context, so the plugin's
+// "timeout" answer may arrive while ctx.Err() is still nil.
+func pluginTimedOut(job cluster.JobConfig, result pluginapi.Result, runErr error) bool {
+	return job.TimeoutSeconds > 0 && runErr == nil && result.Status == pluginapi.StatusFailed &&
+		result.Message == "timeout"
 }
 
 // killedOutcome is the end of a fire cancelled by a kill, a newer fire

@@ -54,8 +54,9 @@ func TestRouteManualGroup(t *testing.T) {
 	rev = h.put(h.keys.GroupSignal("m"), "2")
 	h.waitSeen(seenGroups, rev)
 	h.addNode("e", "m", "cmd")
-	require.Eventually(t, func() bool { return h.get(h.keys.Job("b", 1)) != nil || h.get(h.keys.Job("e", 1)) != nil },
-		10*time.Second, 5*time.Millisecond)
+	resp, err := h.cli.Get(context.Background(), h.keys.Node("e"))
+	require.NoError(t, err)
+	h.waitSeen(seenNodes, resp.Kvs[0].ModRevision) // the loop knows e before the next fires
 	h.steps(4)
 	got := count(h.nodesOf(1, 14)[10:])
 	require.Equal(t, map[string]int{"b": 2, "e": 2}, got)

@@ -58,7 +58,7 @@ func TestKillAndTimeoutWithRealShellPlugin(t *testing.T) {
 	b.dispatchJob(t, "21-1000", "shell", `{"script":"echo waiting; sleep 60"}`,
 		func(j *cluster.JobConfig) { j.TimeoutSeconds = 1 })
 	res = b.waitFinal(t, "21-1000")
-	require.Equal(t, cluster.StatusTimeout, res.Status)
+	require.Equal(t, cluster.StatusTimeout, res.Status, "message %q", res.Message)
 	require.Contains(t, res.Message, "timed out after 1s")
 	require.Less(t, res.FinishedAt.Sub(*res.StartedAt), 5*time.Second)
 }

@@ -190,10 +190,16 @@ func (a *Agent) attempt(e *execution, n int) attemptOutcome {
 // pluginTimedOut reports a plugin that hit the job's deadline on its own
 // side first: the deadline travels to the plugin as a gRPC timeout, which
 // can expire a hair before the node's own context, so the plugin's
-// "timeout" answer may arrive while ctx.Err() is still nil.
+// "timeout" answer (or its DeadlineExceeded status) may arrive while
+// ctx.Err() is still nil.
 func pluginTimedOut(job cluster.JobConfig, result pluginapi.Result, runErr error) bool {
-	return job.TimeoutSeconds > 0 && runErr == nil && result.Status == pluginapi.StatusFailed &&
-		result.Message == "timeout"
+	if job.TimeoutSeconds <= 0 {
+		return false
+	}
+	if runErr != nil {
+		return errors.Is(runErr, context.DeadlineExceeded)
+	}
+	return result.Status == pluginapi.StatusFailed && result.Message == "timeout"
 }
 
 // killedOutcome is the end of a fire cancelled by a kill, a newer fire

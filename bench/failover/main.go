@@ -9,18 +9,17 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/cronix/cronix/bench/benchreport"
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/integration/harness"
 )
@@ -180,11 +179,11 @@ func run(binary string, trials, jobs int, db string, seed int64, out string, kee
 			steady = append(steady, d)
 		}
 	}
-	res.GapP50, res.GapP99, res.GapMax = percentiles(gaps)
-	res.AfterP50, res.AfterP99, res.AfterMax = percentiles(afters)
-	res.ElectP50, res.ElectP99, res.ElectMax = percentiles(elects)
-	res.Baseline, _, _ = percentiles(steady)
-	execs, err := countExecutions(execLog)
+	res.GapP50, res.GapP99, res.GapMax = benchreport.Percentiles(gaps)
+	res.AfterP50, res.AfterP99, res.AfterMax = benchreport.Percentiles(afters)
+	res.ElectP50, res.ElectP99, res.ElectMax = benchreport.Percentiles(elects)
+	res.Baseline, _, _ = benchreport.Percentiles(steady)
+	execs, err := benchreport.CountExecutions(execLog, nil)
 	if err != nil {
 		return err
 	}
@@ -197,7 +196,7 @@ func run(binary string, trials, jobs int, db string, seed int64, out string, kee
 	report := render(res)
 	fmt.Print(report)
 	if out != "" {
-		return updateDoc(out, report)
+		return benchreport.UpdateSection(out, "failover", report)
 	}
 	return nil
 }
@@ -241,58 +240,11 @@ func allRuns(c *harness.Cluster, id int64) ([]harness.Run, error) {
 	}
 }
 
-// countExecutions counts the handler executions per fire id in the log the
-// jobs' script appends to.
-func countExecutions(path string) (map[string]int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	counts := map[string]int{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if id := strings.TrimSpace(sc.Text()); id != "" {
-			counts[id]++
-		}
-	}
-	return counts, sc.Err()
-}
-
-// percentiles returns p50, p99 and max of ds (sorted in place).
-func percentiles(ds []time.Duration) (p50, p99, maxd time.Duration) {
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	n := len(ds)
-	if n == 0 {
-		return 0, 0, 0
-	}
-	return ds[n/2], ds[min(n-1, n*99/100)], ds[n-1]
-}
-
-func machine() string {
-	cpu := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "model name"); ok {
-				cpu = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
-				break
-			}
-		}
-	}
-	mem := ""
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		var kb float64
-		_, _ = fmt.Sscanf(strings.SplitN(string(b), "\n", 2)[0], "MemTotal: %f kB", &kb)
-		mem = fmt.Sprintf(", %.0f GiB RAM", kb/1024/1024)
-	}
-	return fmt.Sprintf("%d cores (%s)%s, %s %s/%s", runtime.NumCPU(), cpu, mem, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-}
-
 func render(r result) string {
 	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
 	var b strings.Builder
 	fmt.Fprintf(&b, "### Leader failover gap (HA: 3 servers)\n\n")
-	fmt.Fprintf(&b, "Measured %s on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), machine())
+	fmt.Fprintf(&b, "Measured %s on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchreport.Machine())
 	fmt.Fprintf(&b, "`make bench-failover` (`go run ./bench/failover --trials %d --jobs %d`): `cronix etcd`, three `cronix server` "+
 		"replicas sharing one %s database, one node; %d jobs on `*/1 * * * * *` (`CATCH_UP`, handler `shell`). "+
 		"Each trial kills the raft leader with SIGKILL at a random sub-second offset, waits for the new leader to fire, "+
@@ -308,29 +260,4 @@ func render(r result) string {
 	fmt.Fprintf(&b, "| fires expected / recorded / missing | %d / %d / %d |\n", r.Expected, r.Recorded, r.Missing)
 	fmt.Fprintf(&b, "| handler executions / duplicated | %d / %d |\n\n", r.Executed, r.DuplicatedExecutions)
 	return b.String()
-}
-
-const (
-	beginMark = "<!-- failover:begin -->"
-	endMark   = "<!-- failover:end -->"
-)
-
-// updateDoc replaces the failover section of path (creating the file or the
-// section if needed).
-func updateDoc(path, report string) error {
-	b, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	doc := string(b)
-	if doc == "" {
-		doc = "# Benchmarks\n\nFigures written by `make bench` on the machine named in each section.\n"
-	}
-	i, j := strings.Index(doc, beginMark), strings.Index(doc, endMark)
-	if i < 0 || j < i {
-		doc = strings.TrimRight(doc, "\n") + "\n\n" + beginMark + "\n" + endMark + "\n"
-		i, j = strings.Index(doc, beginMark), strings.Index(doc, endMark)
-	}
-	doc = doc[:i+len(beginMark)] + "\n" + report + doc[j:]
-	return os.WriteFile(path, []byte(doc), 0o644)
 }

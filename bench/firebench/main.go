@@ -6,7 +6,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -14,12 +13,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cronix/cronix/bench/benchreport"
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/integration/harness"
 	"github.com/cronix/cronix/server/store"
@@ -143,7 +141,11 @@ func run(binary string, jobs, seconds int, out string) error {
 	}
 	res.Expected = jobs * seconds
 	res.Missing = res.Expected - res.Recorded
-	execs, err := countExecutions(execLog, start, end)
+	execs, err := benchreport.CountExecutions(execLog, func(id string) bool {
+		_, ms, ok := strings.Cut(id, "-")
+		at, err := strconv.ParseInt(ms, 10, 64)
+		return ok && err == nil && at >= start.UnixMilli() && at < end.UnixMilli()
+	})
 	if err != nil {
 		return err
 	}
@@ -153,49 +155,14 @@ func run(binary string, jobs, seconds int, out string) error {
 			res.Duplicated += n - 1
 		}
 	}
-	res.P50, res.P99, res.Max = percentiles(lateness)
-	res.DispP50, res.DispP99, _ = percentiles(dispatchLate)
+	res.P50, res.P99, res.Max = benchreport.Percentiles(lateness)
+	res.DispP50, res.DispP99, _ = benchreport.Percentiles(dispatchLate)
 	report := render(res)
 	fmt.Print(report)
 	if out != "" {
-		return updateDoc(out, report)
+		return benchreport.UpdateSection(out, "firebench", report)
 	}
 	return nil
-}
-
-// percentiles returns p50, p99 and max of ds (sorted in place).
-func percentiles(ds []time.Duration) (p50, p99, maxd time.Duration) {
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	n := len(ds)
-	if n == 0 {
-		return 0, 0, 0
-	}
-	return ds[n/2], ds[min(n-1, n*99/100)], ds[n-1]
-}
-
-// countExecutions counts handler executions per fire id within the window,
-// from the lines the jobs' script appended.
-func countExecutions(path string, start, end time.Time) (map[string]int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	counts := map[string]int{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		id := strings.TrimSpace(sc.Text())
-		_, ms, ok := strings.Cut(id, "-")
-		if !ok {
-			continue
-		}
-		at, err := strconv.ParseInt(ms, 10, 64)
-		if err != nil || at < start.UnixMilli() || at >= end.UnixMilli() {
-			continue
-		}
-		counts[id]++
-	}
-	return counts, sc.Err()
 }
 
 func rssMiB(pid int) (float64, error) {
@@ -212,29 +179,10 @@ func rssMiB(pid int) (float64, error) {
 	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
 }
 
-func machine() string {
-	cpu := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "model name"); ok {
-				cpu = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
-				break
-			}
-		}
-	}
-	mem := ""
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		var kb float64
-		_, _ = fmt.Sscanf(strings.SplitN(string(b), "\n", 2)[0], "MemTotal: %f kB", &kb)
-		mem = fmt.Sprintf(", %.0f GiB RAM", kb/1024/1024)
-	}
-	return fmt.Sprintf("%d cores (%s)%s, %s %s/%s", runtime.NumCPU(), cpu, mem, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-}
-
 func render(r result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### Fire throughput and lateness (standalone)\n\n")
-	fmt.Fprintf(&b, "Measured %s on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), machine())
+	fmt.Fprintf(&b, "Measured %s on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchreport.Machine())
 	fmt.Fprintf(&b, "`make bench BENCH_JOBS=%d BENCH_SECONDS=%d`: %d jobs on `*/1 * * * * *`, handler `shell` "+
 		"(each run forks `/bin/sh` and appends its fire id to a file), one standalone process (embedded etcd, "+
 		"SQLite, single-voter raft, one node), measured over a %d s window after a 3 s warm-up.\n\n",
@@ -254,28 +202,4 @@ func render(r result) string {
 	fmt.Fprintf(&b, "| server RSS peak / end (standalone process, plugins excluded) | %.0f MiB / %.0f MiB |\n", r.RSSPeakMiB, r.RSSEndMiB)
 	fmt.Fprintf(&b, "| creating %d jobs through the API | %s |\n\n", r.Jobs, r.CreateTook.Round(time.Millisecond))
 	return b.String()
-}
-
-const (
-	beginMark = "<!-- firebench:begin -->"
-	endMark   = "<!-- firebench:end -->"
-)
-
-// updateDoc replaces the firebench section of path (creating the file if needed).
-func updateDoc(path, report string) error {
-	b, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	doc := string(b)
-	if doc == "" {
-		doc = "# Benchmarks\n\nFigures written by `make bench` on the machine named in each section.\n\n" + beginMark + "\n" + endMark + "\n"
-	}
-	i, j := strings.Index(doc, beginMark), strings.Index(doc, endMark)
-	if i < 0 || j < i {
-		doc += "\n" + beginMark + "\n" + endMark + "\n"
-		i, j = strings.Index(doc, beginMark), strings.Index(doc, endMark)
-	}
-	doc = doc[:i+len(beginMark)] + "\n" + report + doc[j:]
-	return os.WriteFile(path, []byte(doc), 0o644)
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/cronix/cronix/integration/harness"
 	"github.com/cronix/cronix/node"
 	"github.com/cronix/cronix/node/pluginhost"
 )
@@ -24,13 +24,9 @@ const testToken = "node-token"
 // built into the test's temp dir.
 func shellHost(t *testing.T) *pluginhost.Host {
 	t.Helper()
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	bin, err := harness.BuildPackage(context.Background(), filepath.Join(t.TempDir(), "cronix-plugin-shell"),
+		"./plugins/shell/cmd/cronix-plugin-shell")
 	require.NoError(t, err)
-	bin := filepath.Join(t.TempDir(), "cronix-plugin-shell")
-	build := exec.Command("go", "build", "-o", bin, "./plugins/shell/cmd/cronix-plugin-shell")
-	build.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "building the shell plugin: %s", out)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

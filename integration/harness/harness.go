@@ -24,15 +24,21 @@ import (
 
 // Build compiles the cronix binary into dir and returns its path.
 func Build(ctx context.Context, dir string) (string, error) {
+	return BuildPackage(ctx, filepath.Join(dir, "cronix"), ".")
+}
+
+// BuildPackage compiles the main package pkg (relative to the module root,
+// e.g. "./plugins/shell/cmd/cronix-plugin-shell") into out and returns out.
+// Tests use it to get real plugin and server binaries.
+func BuildPackage(ctx context.Context, out, pkg string) (string, error) {
 	root, err := moduleRoot(ctx)
 	if err != nil {
 		return "", err
 	}
-	out := filepath.Join(dir, "cronix")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ".")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %w\n%s", err, b)
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
 	}
 	return out, nil
 }

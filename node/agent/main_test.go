@@ -1,12 +1,13 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/cronix/cronix/integration/harness"
 )
 
 // shellBin is the real cronix-plugin-shell binary TestMain builds, for the
@@ -24,16 +25,10 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	shellBin, err = harness.BuildPackage(context.Background(), filepath.Join(dir, "cronix-plugin-shell"),
+		"./plugins/shell/cmd/cronix-plugin-shell")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "go env GOMOD:", err)
-		return 1
-	}
-	shellBin = filepath.Join(dir, "cronix-plugin-shell")
-	build := exec.Command("go", "build", "-o", shellBin, "./plugins/shell/cmd/cronix-plugin-shell")
-	build.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the shell plugin: %v\n%s", err, out)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/integration/harness"
 	"github.com/cronix/cronix/pluginapi"
 	"github.com/cronix/cronix/plugins/shell"
 )
@@ -44,23 +45,14 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "go env GOMOD:", err)
+	ctx := context.Background()
+	if shellBin, err = harness.BuildPackage(ctx, filepath.Join(dir, "cronix-plugin-shell"),
+		"./plugins/shell/cmd/cronix-plugin-shell"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	shellBin = filepath.Join(dir, "cronix-plugin-shell")
-	build := exec.Command("go", "build", "-o", shellBin, "./plugins/shell/cmd/cronix-plugin-shell")
-	build.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the shell plugin: %v\n%s", err, out)
-		return 1
-	}
-	notifyBin = filepath.Join(dir, "cronix-plugin-notify")
-	build = exec.Command("go", "build", "-o", notifyBin, "./plugins/example")
-	build.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the example plugin: %v\n%s", err, out)
+	if notifyBin, err = harness.BuildPackage(ctx, filepath.Join(dir, "cronix-plugin-notify"), "./plugins/example"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()

@@ -5,10 +5,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/integration/harness"
 	"github.com/cronix/cronix/node"
 	"github.com/cronix/cronix/node/pluginhost"
 )
@@ -26,13 +25,9 @@ func startPluginHost(t *testing.T, withShell bool) *pluginhost.Host {
 	t.Helper()
 	var specs []pluginhost.Spec
 	if withShell {
-		gomod, err := exec.Command("go", "env", "GOMOD").Output()
+		bin, err := harness.BuildPackage(context.Background(), filepath.Join(t.TempDir(), "cronix-plugin-shell"),
+			"./plugins/shell/cmd/cronix-plugin-shell")
 		require.NoError(t, err)
-		bin := filepath.Join(t.TempDir(), "cronix-plugin-shell")
-		build := exec.Command("go", "build", "-o", bin, "./plugins/shell/cmd/cronix-plugin-shell")
-		build.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
-		out, err := build.CombinedOutput()
-		require.NoError(t, err, "building the shell plugin: %s", out)
 		specs = append(specs, pluginhost.Spec{Name: "shell", Cmd: []string{bin}})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

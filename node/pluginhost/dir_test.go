@@ -19,6 +19,7 @@ import (
 
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/pluginapi"
+	"github.com/cronix/cronix/pluginapi/plugintest"
 )
 
 func fileSum(t *testing.T, path string) string {
@@ -70,7 +71,7 @@ func TestPluginDirLoadsOnlyPinnedBinaries(t *testing.T) {
 		"tampered=" + strings.Repeat("0", 64),
 	})
 	require.NoError(t, err)
-	logs := &lockedBuffer{}
+	logs := &plugintest.Output{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	specs, err := DirSpecs(logger, dir, sums)
 	require.NoError(t, err)
@@ -107,7 +108,7 @@ func TestPluginDirLoadsOnlyPinnedBinaries(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "webhook_url", ip.Field())
 
-	var out lockedBuffer
+	var out plugintest.Output
 	res, err := h.Run(t.Context(), "notify", pluginapi.Request{FireID: "1-1", JobID: 1, JobName: "nightly", Params: params}, &out)
 	require.NoError(t, err)
 	require.Equal(t, pluginapi.Result{Status: pluginapi.StatusSuccess, Message: "sent"}, res)
@@ -128,7 +129,7 @@ func TestSpecEnvReachesThePlugin(t *testing.T) {
 	spec := shellSpec()
 	spec.Env = []string{"CRONIX_TEST_SPEC_ENV=from-spec"}
 	h, _ := startHost(t, spec)
-	var out lockedBuffer
+	var out plugintest.Output
 	res, err := h.Run(t.Context(), "shell", shellReq("f-env", `echo "$CRONIX_TEST_SPEC_ENV"`), &out)
 	require.NoError(t, err)
 	require.Equal(t, pluginapi.StatusSuccess, res.Status)

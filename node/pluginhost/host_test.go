@@ -24,6 +24,7 @@ import (
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/integration/harness"
 	"github.com/cronix/cronix/pluginapi"
+	"github.com/cronix/cronix/pluginapi/plugintest"
 	"github.com/cronix/cronix/plugins/shell"
 )
 
@@ -58,31 +59,13 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
-// lockedBuffer is a goroutine-safe buffer, also used as a log sink.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func shellSpec() Spec { return Spec{Name: "shell", Cmd: []string{shellBin}} }
 
 // startHost starts a Host for specs, stopped when the test ends; logs go to
 // the returned buffer.
-func startHost(t *testing.T, specs ...Spec) (*Host, *lockedBuffer) {
+func startHost(t *testing.T, specs ...Spec) (*Host, *plugintest.Output) {
 	t.Helper()
-	logs := &lockedBuffer{}
+	logs := &plugintest.Output{}
 	h := New(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})), specs)
 	require.NoError(t, h.Start(t.Context()))
 	t.Cleanup(h.Stop)
@@ -103,7 +86,7 @@ func TestRunCapturesOutput(t *testing.T) {
 	require.True(t, json.Valid(infos[0].ParamsSchema))
 	require.Contains(t, string(infos[0].ParamsSchema), `"script"`)
 
-	var out lockedBuffer
+	var out plugintest.Output
 	res, err := h.Run(t.Context(), "shell", shellReq("f-echo", `echo "hello $CRONIX_FIRE_ID"; echo oops >&2`), &out)
 	require.NoError(t, err)
 	require.Equal(t, pluginapi.Result{Status: pluginapi.StatusSuccess}, res)
@@ -252,14 +235,14 @@ func pluginPid(t *testing.T, h *Host, handler string) int {
 
 // gateWriter calls onMatch once its content contains want.
 type gateWriter struct {
-	lockedBuffer
+	plugintest.Output
 	want    string
 	onMatch func()
 	once    sync.Once
 }
 
 func (w *gateWriter) Write(p []byte) (int, error) {
-	n, err := w.lockedBuffer.Write(p)
+	n, err := w.Output.Write(p)
 	if strings.Contains(w.String(), w.want) {
 		w.once.Do(w.onMatch)
 	}
@@ -284,7 +267,7 @@ func TestPluginKilledDuringRun(t *testing.T) {
 	// The script dies with its plugin (parent-death signal).
 	requireNoProcs(t, "sleep "+marker)
 
-	var out2 lockedBuffer
+	var out2 plugintest.Output
 	res, err = h.Run(t.Context(), "shell", shellReq("f-next", "echo back"), &out2)
 	require.NoError(t, err)
 	require.Equal(t, pluginapi.StatusSuccess, res.Status)
@@ -321,7 +304,7 @@ func TestConcurrentRuns(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			var out lockedBuffer
+			var out plugintest.Output
 			fireID := fmt.Sprintf("f-%02d", i)
 			res, err := h.Run(t.Context(), "shell", shellReq(fireID, `echo "$CRONIX_FIRE_ID"`), &out)
 			switch {

@@ -1,14 +1,12 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,28 +52,11 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func run(t *testing.T, ctx context.Context, p Params) (pluginapi.Result, string, error) {
 	t.Helper()
 	params, err := json.Marshal(p)
 	require.NoError(t, err)
-	var out lockedBuffer
+	var out plugintest.Output
 	res, err := New().Run(ctx, pluginapi.Request{
 		FireID: "9-1767225600", JobID: 9, JobName: "report", Params: params,
 		ScheduledAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Attempt: 1, ShardIndex: 1, ShardTotal: 3,
@@ -154,7 +135,7 @@ func TestTimeoutKillsTheProcessGroup(t *testing.T) {
 	params, _ := json.Marshal(Params{Argv: []string{"sh", "-c", fmt.Sprintf(`trap '' TERM; sleep %[1]s & echo started; sleep %[1]s`, marker)}})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
-	var out lockedBuffer
+	var out plugintest.Output
 	start := time.Now()
 	res, err := h.Run(ctx, pluginapi.Request{Params: params}, &out)
 	require.NoError(t, err)

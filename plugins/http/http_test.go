@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,28 +25,11 @@ func loopbackOK() pluginapi.Handler {
 	return NewWithOptions(Options{Guard: Guard{AllowLoopback: true}})
 }
 
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func run(t *testing.T, h pluginapi.Handler, p map[string]any) (pluginapi.Result, string, error) {
 	t.Helper()
 	params, err := json.Marshal(p)
 	require.NoError(t, err)
-	var out lockedBuffer
+	var out plugintest.Output
 	res, err := h.Run(t.Context(), pluginapi.Request{FireID: "1-1", JobID: 1, Params: params}, &out)
 	return res, out.String(), err
 }

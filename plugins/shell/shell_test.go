@@ -1,7 +1,6 @@
 package shell
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -56,29 +55,12 @@ func TestValidate(t *testing.T) {
 // run runs params through the shell handler in-process.
 func run(t *testing.T, ctx context.Context, params string) (pluginapi.Result, string, error) {
 	t.Helper()
-	var out lockedBuffer
+	var out plugintest.Output
 	res, err := New().Run(ctx, pluginapi.Request{
 		FireID: "7-1767225600", JobID: 7, JobName: "backup db", Params: json.RawMessage(params),
 		ScheduledAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Attempt: 2,
 	}, &out)
 	return res, out.String(), err
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestRunCapturesStdoutAndStderrInOrder(t *testing.T) {
@@ -162,20 +144,20 @@ func TestRunStreamsOutput(t *testing.T) {
 	res, err := New().Run(ctx, pluginapi.Request{Params: params}, out)
 	require.NoError(t, err)
 	require.Equal(t, pluginapi.StatusSuccess, res.Status, "the script waits for its first line to be seen: %s", res.Message)
-	require.Equal(t, "first\nsecond\n", out.buf.String())
+	require.Equal(t, "first\nsecond\n", out.String())
 }
 
 // gateWriter calls onFirst when "first" arrives, i.e. while the script is
 // still running.
 type gateWriter struct {
-	lockedBuffer
+	plugintest.Output
 	want    string // default "first\n"
 	onFirst func()
 	once    sync.Once
 }
 
 func (w *gateWriter) Write(p []byte) (int, error) {
-	n, err := w.lockedBuffer.Write(p)
+	n, err := w.Output.Write(p)
 	want := w.want
 	if want == "" {
 		want = "first\n"

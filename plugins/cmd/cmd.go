@@ -167,13 +167,8 @@ func parseParams(raw json.RawMessage) (Params, error) {
 	if strings.ContainsRune(p.Dir, 0) {
 		return Params{}, pluginapi.InvalidParams("dir", "must not contain NUL bytes")
 	}
-	for k, v := range p.Env {
-		if !proc.ValidEnvName(k) {
-			return Params{}, pluginapi.InvalidParams("env", fmt.Sprintf("invalid variable name %q", k))
-		}
-		if strings.ContainsRune(v, 0) {
-			return Params{}, pluginapi.InvalidParams("env."+k, "must not contain NUL bytes")
-		}
+	if err := proc.CheckEnv(p.Env); err != nil {
+		return Params{}, err
 	}
 	return p, nil
 }

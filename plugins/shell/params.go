@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cronix/cronix/pluginapi"
+	"github.com/cronix/cronix/plugins/internal/proc"
 )
 
 // Params are the shell handler's job params.
@@ -106,13 +107,8 @@ func parseParams(raw json.RawMessage) (Params, error) {
 		return Params{}, pluginapi.InvalidParams("interpreter",
 			fmt.Sprintf(`%q is not allowed: use "sh", "bash", "python3" or an absolute path`, p.Interpreter))
 	}
-	for k, v := range p.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return Params{}, pluginapi.InvalidParams("env", fmt.Sprintf("invalid variable name %q", k))
-		}
-		if strings.ContainsRune(v, 0) {
-			return Params{}, pluginapi.InvalidParams("env."+k, "must not contain NUL bytes")
-		}
+	if err := proc.CheckEnv(p.Env); err != nil {
+		return Params{}, err
 	}
 	return p, nil
 }

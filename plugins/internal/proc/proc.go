@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -164,6 +165,20 @@ func Environ(extra map[string]string, req pluginapi.Request) []string {
 		"CRONIX_SHARD_INDEX="+strconv.Itoa(req.ShardIndex),
 		"CRONIX_SHARD_TOTAL="+strconv.Itoa(req.ShardTotal),
 	)
+}
+
+// CheckEnv validates a job's extra environment (the "env" param of the
+// process handlers), naming the offending variable.
+func CheckEnv(env map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		if !ValidEnvName(k) {
+			return pluginapi.InvalidParams("env", fmt.Sprintf("invalid variable name %q", k))
+		}
+		if strings.ContainsRune(env[k], 0) {
+			return pluginapi.InvalidParams("env."+k, "must not contain NUL bytes")
+		}
+	}
+	return nil
 }
 
 // ValidEnvName reports whether k can be an environment variable name.

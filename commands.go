@@ -150,6 +150,25 @@ const (
 	nodeSummary       = "Runs a node agent: registers in etcd, runs dispatched fires through handler plugins, reports results."
 )
 
+// loadConfig fills cfg (whose common part is common) for the command name
+// and builds the command's logger.
+func loadConfig(cfg any, common *commonConfig, name, summary string, args []string,
+	getenv func(string) string, stderr io.Writer) (*slog.Logger, error) {
+	if err := config.Load(cfg, name, summary, args, getenv, stderr); err != nil {
+		return nil, err
+	}
+	return newLogger(*common, stderr)
+}
+
+// requireNodeToken trims the node token and insists on one.
+func requireNodeToken(token *string) error {
+	*token = strings.TrimSpace(*token)
+	if *token == "" {
+		return errors.New("--node-token (CRONIX_NODE_TOKEN) is required")
+	}
+	return nil
+}
+
 func newLogger(c commonConfig, w io.Writer) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
@@ -167,10 +186,7 @@ func newLogger(c commonConfig, w io.Writer) (*slog.Logger, error) {
 
 func runStandalone(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg := defaultStandalone()
-	if err := config.Load(&cfg, "standalone", standaloneSummary, args, getenv, stderr); err != nil {
-		return err
-	}
-	log, err := newLogger(cfg.commonConfig, stderr)
+	log, err := loadConfig(&cfg, &cfg.commonConfig, "standalone", standaloneSummary, args, getenv, stderr)
 	if err != nil {
 		return err
 	}
@@ -248,16 +264,12 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 
 func runServer(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg := defaultServer()
-	if err := config.Load(&cfg, "server", serverSummary, args, getenv, stderr); err != nil {
-		return err
-	}
-	log, err := newLogger(cfg.commonConfig, stderr)
+	log, err := loadConfig(&cfg, &cfg.commonConfig, "server", serverSummary, args, getenv, stderr)
 	if err != nil {
 		return err
 	}
-	cfg.NodeToken = strings.TrimSpace(cfg.NodeToken)
-	if cfg.NodeToken == "" {
-		return errors.New("--node-token (CRONIX_NODE_TOKEN) is required")
+	if err := requireNodeToken(&cfg.NodeToken); err != nil {
+		return err
 	}
 	if cfg.DB == "" {
 		cfg.DB = "sqlite://" + filepath.Join(cfg.DataDir, "cronix.db")
@@ -333,16 +345,12 @@ func runEtcd(ctx context.Context, args []string, getenv func(string) string, std
 
 func runNode(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg := defaultNode()
-	if err := config.Load(&cfg, "node", nodeSummary, args, getenv, stderr); err != nil {
-		return err
-	}
-	log, err := newLogger(cfg.commonConfig, stderr)
+	log, err := loadConfig(&cfg, &cfg.commonConfig, "node", nodeSummary, args, getenv, stderr)
 	if err != nil {
 		return err
 	}
-	cfg.NodeToken = strings.TrimSpace(cfg.NodeToken)
-	if cfg.NodeToken == "" {
-		return errors.New("--node-token (CRONIX_NODE_TOKEN) is required")
+	if err := requireNodeToken(&cfg.NodeToken); err != nil {
+		return err
 	}
 	exe, err := os.Executable()
 	if err != nil {

@@ -171,7 +171,7 @@ func Environ(extra map[string]string, req pluginapi.Request) []string {
 // process handlers), naming the offending variable.
 func CheckEnv(env map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(env)) {
-		if !ValidEnvName(k) {
+		if !validEnvName(k) {
 			return pluginapi.InvalidParams("env", fmt.Sprintf("invalid variable name %q", k))
 		}
 		if strings.ContainsRune(env[k], 0) {
@@ -181,8 +181,8 @@ func CheckEnv(env map[string]string) error {
 	return nil
 }
 
-// ValidEnvName reports whether k can be an environment variable name.
-func ValidEnvName(k string) bool {
+// validEnvName reports whether k can be an environment variable name.
+func validEnvName(k string) bool {
 	for i := 0; i < len(k); i++ {
 		if k[i] == '=' || k[i] == 0 {
 			return false

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -145,10 +146,23 @@ func (c *grpcClient) Run(ctx context.Context, req Request, out io.Writer) (Resul
 		return c.protocolError("stream ended without a result")
 	}
 	res, herr := resultFromWire(result)
+	if herr == nil && res.Status == StatusFailed && deadlineReached(ctx) {
+		// The handler stopped at the job's deadline, which on the plugin's
+		// clock passes a moment before ours: report it as the deadline, the
+		// same way a DeadlineExceeded status is reported.
+		herr = fmt.Errorf("plugin run: %w", context.DeadlineExceeded)
+	}
 	if werr != nil {
 		return res, errors.Join(herr, werr)
 	}
 	return res, herr
+}
+
+// deadlineReached reports whether ctx's deadline is (within deadlineSlack)
+// reached.
+func deadlineReached(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) <= deadlineSlack
 }
 
 func (c *grpcClient) protocolError(what string) (Result, error) {

@@ -174,7 +174,9 @@ func (a *Agent) attempt(e *execution, n int) attemptOutcome {
 		out.status = cluster.StatusSuccess
 	case e.ctx.Err() != nil:
 		return a.killedOutcome(e, out, runErr)
-	case errors.Is(ctx.Err(), context.DeadlineExceeded) || pluginTimedOut(d.Job, result, runErr):
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(runErr, context.DeadlineExceeded):
+		// The second: the plugin hit the deadline on its clock first (the
+		// SDK reports that as context.DeadlineExceeded).
 		out.status = cluster.StatusTimeout
 		out.message = joinMessage(fmt.Sprintf("timed out after %ds", d.Job.TimeoutSeconds), out.message, runErr)
 	case runErr != nil:
@@ -185,21 +187,6 @@ func (a *Agent) attempt(e *execution, n int) attemptOutcome {
 		out.message = joinMessage(fmt.Sprintf("handler returned unknown status %q", result.Status), out.message, nil)
 	}
 	return out
-}
-
-// pluginTimedOut reports a plugin that hit the job's deadline on its own
-// side first: the deadline travels to the plugin as a gRPC timeout, which
-// can expire a hair before the node's own context, so the plugin's
-// "timeout" answer (or its DeadlineExceeded status) may arrive while
-// ctx.Err() is still nil.
-func pluginTimedOut(job cluster.JobConfig, result pluginapi.Result, runErr error) bool {
-	if job.TimeoutSeconds <= 0 {
-		return false
-	}
-	if runErr != nil {
-		return errors.Is(runErr, context.DeadlineExceeded)
-	}
-	return result.Status == pluginapi.StatusFailed && result.Message == "timeout"
 }
 
 // killedOutcome is the end of a fire cancelled by a kill, a newer fire

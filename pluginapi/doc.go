@@ -60,8 +60,9 @@
 // returns an error wrapping ctx's error and a failed Result whose Message
 // is "timeout" (deadline) or "killed" (cancellation). Right at a deadline
 // the handler's own answer may arrive first (the plugin's copy of the
-// deadline can fire a moment earlier); Run then returns that answer with a
-// nil error. A handler's ctx reports context.DeadlineExceeded at the
+// deadline can fire a moment earlier); when that answer is a failure, Run
+// returns it with an error wrapping context.DeadlineExceeded, so a caller
+// tells a timeout by errors.Is alone. A handler's ctx reports context.DeadlineExceeded at the
 // deadline, not context.Canceled.
 //
 // # What it does not guarantee

@@ -13,7 +13,7 @@ FAILOVER_TRIALS ?= 20
 GOLANGCI_VERSION ?= v2.6.2
 FUZZ_TIME ?= 15s
 
-.PHONY: help build run run-ha test test-race bench lint fmt clean docs
+.PHONY: help build run run-ha test test-race test-ui ui bench lint fmt clean docs
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -27,10 +27,20 @@ run: build ## start Cronix standalone (embedded etcd, SQLite, one server, one no
 run-ha: build ## local HA demo: cronix etcd + 3 server replicas (HTTP 8081-8083, raft 7001-7003) + 1 node; SQLite in ./data-ha (CRONIX_HA_DB=postgres://... to use PostgreSQL)
 	BIN=$(BIN) ./scripts/run-ha.sh
 
-test: ## vet, every test with the race detector (store suite on PostgreSQL/MySQL when CRONIX_TEST_*_DSN are set), then a bounded fuzz of the schedule parser
+test: ## vet, the web admin's component tests, every Go test with the race detector (store suite on PostgreSQL/MySQL when CRONIX_TEST_*_DSN are set; the browser test in integration/), then a bounded fuzz of the schedule parser
 	$(GO) vet ./...
+	$(MAKE) test-ui
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(GO) test -run '^$$' -fuzz=FuzzParse -fuzztime=$(FUZZ_TIME) ./server/schedule/
+
+ui: ## rebuild the web admin (ui/web, needs Node 20+) into ui/dist, which the binary embeds; commit the result
+	cd ui/web && npm ci --no-audit --no-fund && npm run build
+	node ui/web/scripts/bundle-size.mjs 350
+
+test-ui: ## the web admin's component tests (Vitest); skipped without ui/web/node_modules unless CI=true
+	@if [ -d ui/web/node_modules ]; then cd ui/web && npx vitest run; \
+	elif [ "$$CI" = true ]; then echo "ui/web/node_modules missing: run npm ci in ui/web" >&2; exit 1; \
+	else echo "skipping the web admin's component tests: no ui/web/node_modules (cd ui/web && npm ci)"; fi
 
 bench: build ## fire throughput/lateness/RSS (BENCH_JOBS jobs every second for BENCH_SECONDS s) and HA failover gap (FAILOVER_TRIALS kills); writes docs/benchmarks.md
 	$(GO) run ./bench/firebench --binary $(BIN) --jobs $(BENCH_JOBS) --seconds $(BENCH_SECONDS) --out docs/benchmarks.md

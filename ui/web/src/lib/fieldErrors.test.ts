@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { mapFieldErrors } from './fieldErrors';
+
+const form = ['name', 'schedule', 'handler', 'params', 'child_job_ids', 'alarm_emails'];
+
+describe('mapFieldErrors', () => {
+  it('puts each named field error on its field', () => {
+    const m = mapFieldErrors({ schedule: 'invalid cron expression "61 * * * *"', handler: 'no live node' }, form);
+    expect(m.form).toEqual([
+      { name: 'schedule', errors: ['invalid cron expression "61 * * * *"'] },
+      { name: 'handler', errors: ['no live node'] },
+    ]);
+    expect(m.other).toEqual([]);
+  });
+
+  it('maps a params message naming a schema property onto that property too', () => {
+    const m = mapFieldErrors(
+      { params: 'params do not match the shell handler\'s schema (version 1.0.0): /script: minLength: got 0, want 1' },
+      form,
+      ['script', 'interpreter'],
+    );
+    expect(m.form[0].name).toBe('params');
+    expect(m.params).toEqual({ script: 'minLength: got 0, want 1' });
+    const m2 = mapFieldErrors({ params: 'script: must not be empty' }, form, ['script']);
+    expect(m2.params).toEqual({ script: 'must not be empty' });
+    expect(m2.form).toEqual([{ name: 'params', errors: ['script: must not be empty'] }]);
+  });
+
+  it('maps params.<prop> keys to the property', () => {
+    const m = mapFieldErrors({ 'params.url': 'must be absolute' }, form, ['url']);
+    expect(m.params).toEqual({ url: 'must be absolute' });
+  });
+
+  it('folds indexed list errors onto the list field', () => {
+    const m = mapFieldErrors({ 'alarm_emails[1]': 'not an address', 'alarm_emails[3]': 'not an address either' }, form);
+    expect(m.form).toEqual([{ name: 'alarm_emails', errors: ['not an address', 'not an address either'] }]);
+  });
+
+  it('keeps fields the form does not have as other messages', () => {
+    const m = mapFieldErrors({ node: 'not live' }, form);
+    expect(m.form).toEqual([]);
+    expect(m.other).toEqual(['node: not live']);
+  });
+});

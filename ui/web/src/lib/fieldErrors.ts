@@ -1,0 +1,56 @@
+// Mapping of the API's {"error", "fields"} onto form fields.
+
+export interface FieldErrorMap {
+  /** errors for named form fields, e.g. [{name: 'schedule', errors: ['...']}] (antd Form.setFields shape) */
+  form: { name: string; errors: string[] }[];
+  /** errors for properties of the params object, by property name */
+  params: Record<string, string>;
+  /** messages naming no field of the form; shown in an alert */
+  other: string[];
+}
+
+const paramsPrefix = /^params[./](.+)$/;
+// Schema check: "params do not match the shell handler's schema (version 1): /script: minLength: got 0, want 1"
+const pointerInMessage = /(?:^|: )\/([A-Za-z_][\w-]*)(?:\/[^:\s]*)?: (.+)$/;
+// The plugin's own Validate: "script: must not be empty"
+const propAtStart = /^([A-Za-z_][\w-]*): (.+)$/;
+
+/**
+ * mapFieldErrors sorts the API's field errors onto the fields of a form.
+ * knownFields are the form's field names; paramProps the properties of the
+ * handler's params schema (a params message naming one is also put on it).
+ */
+export function mapFieldErrors(
+  fields: Record<string, string> | undefined,
+  knownFields: readonly string[],
+  paramProps: readonly string[] = [],
+): FieldErrorMap {
+  const out: FieldErrorMap = { form: [], params: {}, other: [] };
+  const known = new Set(knownFields);
+  const props = new Set(paramProps);
+  for (const [key, msg] of Object.entries(fields ?? {})) {
+    const sub = paramsPrefix.exec(key);
+    if (sub && known.has('params')) {
+      const prop = sub[1].split(/[./]/)[0];
+      out.params[prop] = msg;
+      out.form.push({ name: 'params', errors: [`${prop}: ${msg}`] });
+      continue;
+    }
+    if (key === 'params' && known.has('params')) {
+      out.form.push({ name: 'params', errors: [msg] });
+      const m = pointerInMessage.exec(msg) ?? propAtStart.exec(msg);
+      if (m && props.has(m[1])) out.params[m[1]] = m[2];
+      continue;
+    }
+    // "child_job_ids[2]" or "alarm_emails.1" belong to their list field.
+    const base = key.replace(/(\[\d+\]|\.\d+)$/, '');
+    if (known.has(base)) {
+      const existing = out.form.find((f) => f.name === base);
+      if (existing) existing.errors.push(msg);
+      else out.form.push({ name: base, errors: [msg] });
+      continue;
+    }
+    out.other.push(`${key}: ${msg}`);
+  }
+  return out;
+}

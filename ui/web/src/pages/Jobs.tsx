@@ -1,0 +1,221 @@
+import { PlusOutlined } from '@ant-design/icons';
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { App, Button, Input, Popconfirm, Select, Space, Table, Tag, Typography } from 'antd';
+import type { ColumnsType } from 'antd/es/table';
+import { useState } from 'react';
+import { useTranslation } from 'react-i18next';
+import { Link, useSearchParams } from 'react-router';
+import { useAuth } from '../auth';
+import { ErrorView, useErrorText } from '../components/ErrorView';
+import { StatusTag } from '../components/StatusTag';
+import { formatTime } from '../lib/format';
+import { canWrite } from '../services/auth';
+import { listGroups } from '../services/admin';
+import { listHandlers, previewSchedule } from '../services/cluster';
+import { deleteJob, listJobs, setEnabled, triggerJob, type Job } from '../services/jobs';
+import { listJobRuns } from '../services/runs';
+
+function NextFire({ job }: { job: Job }) {
+  const q = useQuery({
+    queryKey: ['preview', 'next', job.schedule_type, job.schedule, job.timezone],
+    queryFn: () => previewSchedule({ schedule_type: job.schedule_type, schedule: job.schedule, timezone: job.timezone, n: 1 }),
+    enabled: job.enabled && job.schedule_type !== 'none' && job.schedule_type !== 'fixed_delay',
+    staleTime: 30_000,
+    retry: false,
+  });
+  if (!job.enabled || job.schedule_type === 'none') return <span>—</span>;
+  return <span>{q.data?.next?.[0] ? formatTime(q.data.next[0]) : '—'}</span>;
+}
+
+function LastRun({ job }: { job: Job }) {
+  const { t } = useTranslation();
+  const q = useQuery({ queryKey: ['runs', 'last', job.id], queryFn: () => listJobRuns(job.id, { page: 1, page_size: 1 }), staleTime: 10_000 });
+  const r = q.data?.items?.[0];
+  if (!r) return <Typography.Text type="secondary">{q.isLoading ? '…' : t('jobs.noRuns')}</Typography.Text>;
+  return (
+    <Space size={4}>
+      <Link to={`/runs/${r.id}`}><StatusTag status={r.status} /></Link>
+      <span>{formatTime(r.finished_at ?? r.started_at ?? r.scheduled_at)}</span>
+    </Space>
+  );
+}
+
+export default function Jobs() {
+  const { t } = useTranslation();
+  const { message } = App.useApp();
+  const errText = useErrorText();
+  const { me } = useAuth();
+  const writer = canWrite(me);
+  const qc = useQueryClient();
+  const [sp, setSp] = useSearchParams();
+  const page = Number(sp.get('page') ?? '1') || 1;
+  const pageSize = Number(sp.get('page_size') ?? '20') || 20;
+  const filter = {
+    q: sp.get('q') ?? undefined,
+    group: sp.get('group') ?? undefined,
+    handler: sp.get('handler') ?? undefined,
+    enabled: sp.get('enabled') ?? undefined,
+    sort: sp.get('sort') ?? undefined,
+    page,
+    page_size: pageSize,
+  };
+  const set = (k: string, v: string | undefined | null, resetPage = true) => {
+    const next = new URLSearchParams(sp);
+    if (v) next.set(k, v);
+    else next.delete(k);
+    if (resetPage && k !== 'page') next.delete('page');
+    setSp(next, { replace: true });
+  };
+  const [search, setSearch] = useState(filter.q ?? '');
+  const [selected, setSelected] = useState<Job[]>([]);
+
+  const jobs = useQuery({ queryKey: ['jobs', filter], queryFn: () => listJobs(filter), placeholderData: keepPreviousData });
+  const groups = useQuery({ queryKey: ['groups'], queryFn: () => listGroups(), staleTime: 60_000 });
+  const handlers = useQuery({ queryKey: ['handlers'], queryFn: listHandlers, staleTime: 60_000 });
+
+  const bulk = useMutation({
+    mutationFn: async (op: 'enable' | 'disable' | 'trigger' | 'delete') => {
+      for (const j of selected) {
+        if (op === 'enable' || op === 'disable') await setEnabled(j, op === 'enable');
+        else if (op === 'trigger') await triggerJob(j.id);
+        else await deleteJob(j.id);
+      }
+      return selected.length;
+    },
+    onSuccess: (n) => {
+      void message.success(t('jobs.bulkDone', { count: n }));
+      setSelected([]);
+    },
+    onError: (e) => void message.error(errText(e)),
+    onSettled: () => void qc.invalidateQueries({ queryKey: ['jobs'] }),
+  });
+
+  const columns: ColumnsType<Job> = [
+    { title: t('common.id'), dataIndex: 'id', width: 70 },
+    {
+      title: t('common.name'),
+      dataIndex: 'name',
+      render: (_, j) => (
+        <div>
+          <Link to={`/jobs/${j.id}`}>{j.name}</Link>
+          {j.description && <div><Typography.Text type="secondary" style={{ fontSize: 12 }}>{j.description}</Typography.Text></div>}
+        </div>
+      ),
+    },
+    { title: t('jobs.group'), dataIndex: 'group', className: 'hide-narrow' },
+    { title: t('jobs.handler'), dataIndex: 'handler' },
+    {
+      title: t('jobs.schedule'),
+      render: (_, j) => (
+        <span>
+          <Tag>{t(`job.scheduleTypes.${j.schedule_type}`)}</Tag>
+          <code>{j.schedule}</code>
+          {j.timezone && <Typography.Text type="secondary"> {j.timezone}</Typography.Text>}
+        </span>
+      ),
+    },
+    { title: t('jobs.nextFire'), render: (_, j) => <NextFire job={j} /> },
+    { title: t('jobs.lastRun'), render: (_, j) => <LastRun job={j} /> },
+    {
+      title: t('common.status'),
+      dataIndex: 'enabled',
+      render: (v: boolean) => <Tag color={v ? 'green' : 'default'}>{v ? t('common.enabled') : t('common.disabled')}</Tag>,
+    },
+  ];
+
+  return (
+    <div>
+      <div className="page-header">
+        <h1>{t('jobs.title')}</h1>
+        {writer && (
+          <Link to="/jobs/new"><Button type="primary" icon={<PlusOutlined />} data-testid="create-job">{t('jobs.create')}</Button></Link>
+        )}
+      </div>
+      <Space wrap style={{ marginBottom: 12 }}>
+        <Input.Search
+          aria-label={t('jobs.searchPlaceholder')}
+          placeholder={t('jobs.searchPlaceholder')}
+          allowClear
+          value={search}
+          onChange={(e) => setSearch(e.target.value)}
+          onSearch={(v) => set('q', v.trim())}
+          style={{ width: 220 }}
+        />
+        <Select
+          aria-label={t('jobs.group')}
+          placeholder={t('jobs.group')}
+          allowClear
+          value={filter.group}
+          onChange={(v?: string) => set('group', v)}
+          options={(groups.data?.items ?? []).map((g) => ({ value: g.appname, label: g.title || g.appname }))}
+          style={{ width: 160 }}
+        />
+        <Select
+          aria-label={t('jobs.handler')}
+          placeholder={t('jobs.handler')}
+          allowClear
+          value={filter.handler}
+          onChange={(v?: string) => set('handler', v)}
+          options={(handlers.data?.items ?? []).map((h) => ({ value: h.name, label: h.name }))}
+          style={{ width: 140 }}
+        />
+        <Select
+          aria-label={t('jobs.enabledFilter')}
+          placeholder={t('jobs.enabledFilter')}
+          allowClear
+          value={filter.enabled}
+          onChange={(v?: string) => set('enabled', v)}
+          options={[{ value: 'true', label: t('common.enabled') }, { value: 'false', label: t('common.disabled') }]}
+          style={{ width: 120 }}
+        />
+        <Select
+          aria-label={t('jobs.sort')}
+          placeholder={t('jobs.sort')}
+          allowClear
+          value={filter.sort}
+          onChange={(v?: string) => set('sort', v)}
+          options={['id', '-id', 'name', '-name', 'updated_at', '-updated_at'].map((v) => ({ value: v, label: v }))}
+          style={{ width: 140 }}
+        />
+      </Space>
+      {writer && selected.length > 0 && (
+        <Space wrap style={{ marginBottom: 12 }} data-testid="bulk-bar">
+          <span>{t('jobs.bulk', { count: selected.length })}</span>
+          <Button onClick={() => bulk.mutate('enable')} loading={bulk.isPending}>{t('jobs.enable')}</Button>
+          <Button onClick={() => bulk.mutate('disable')} loading={bulk.isPending}>{t('jobs.disable')}</Button>
+          <Button onClick={() => bulk.mutate('trigger')} loading={bulk.isPending}>{t('jobs.trigger')}</Button>
+          <Popconfirm title={t('jobs.confirmBulkDelete', { count: selected.length })} onConfirm={() => bulk.mutate('delete')}>
+            <Button danger loading={bulk.isPending}>{t('common.delete')}</Button>
+          </Popconfirm>
+        </Space>
+      )}
+      {jobs.error ? (
+        <ErrorView error={jobs.error} onRetry={() => void jobs.refetch()} />
+      ) : (
+        <Table<Job>
+          rowKey="id"
+          size="middle"
+          loading={jobs.isFetching}
+          dataSource={jobs.data?.items ?? []}
+          columns={columns}
+          scroll={{ x: 900 }}
+          rowSelection={writer ? { selectedRowKeys: selected.map((j) => j.id), onChange: (_, rows) => setSelected(rows) } : undefined}
+          pagination={{
+            current: page,
+            pageSize,
+            total: jobs.data?.total ?? 0,
+            showSizeChanger: true,
+            pageSizeOptions: [20, 50, 100, 200],
+            showTotal: (n) => t('common.total', { count: n }),
+            onChange: (p, ps) => {
+              const next = new URLSearchParams(sp);
+              next.set('page', String(p));
+              next.set('page_size', String(ps));
+              setSp(next, { replace: true });
+            },
+          }}
+        />
+      )}
+    </div>
+  );
+}

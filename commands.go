@@ -28,6 +28,7 @@ import (
 	"github.com/cronix/cronix/plugins/shell"
 	"github.com/cronix/cronix/server"
 	"github.com/cronix/cronix/server/embedetcd"
+	"github.com/cronix/cronix/server/schedule"
 )
 
 // commonConfig is shared by every long-running command.
@@ -437,7 +438,7 @@ func runDocs(args []string, stdout io.Writer) error {
 
 func loadLocation(name string) (*time.Location, error) {
 	if name == "" {
-		return time.Local, nil
+		return schedule.HostZone(), nil
 	}
 	loc, err := time.LoadLocation(name)
 	if err != nil {

@@ -411,6 +411,10 @@ func TestListPaging(t *testing.T) {
 	require.Equal(t, 3, list.Total)
 	require.Len(t, list.Items, 2)
 	require.Equal(t, "job-0", list.Items[0].Name)
+	// A page past the last one is empty, up to the largest page allowed.
+	b.doJSON(http.MethodGet, fmt.Sprintf("/api/v1/jobs?page=%d&page_size=500", api.MaxPage), b.token, nil, http.StatusOK, &list)
+	require.Equal(t, 3, list.Total)
+	require.Empty(t, list.Items)
 	b.doJSON(http.MethodGet, "/api/v1/jobs?page=2&page_size=2", b.token, nil, http.StatusOK, &list)
 	require.Equal(t, 3, list.Total)
 	require.Equal(t, 2, list.Page)
@@ -424,6 +428,9 @@ func TestListPaging(t *testing.T) {
 		"page_size=501":        "page_size",
 		"page_size=-1":         "page_size",
 		"page=1&page_size=abc": "page_size",
+		// The largest int64: refused, never read as page 1 by an overflowing offset.
+		"page=9223372036854775807": "page",
+		"page=1000000001":          "page",
 	} {
 		e := b.errorOf(http.MethodGet, "/api/v1/jobs?"+q, b.token, nil, http.StatusBadRequest)
 		require.Contains(t, e.Fields, field, q)
@@ -474,6 +481,15 @@ func TestInvalidInputWritesNothing(t *testing.T) {
 		{"missing name", with("name", nil), 400, "name", "required"},
 		{"blank name", with("name", "   "), 400, "name", "required"},
 		{"long name", with("name", strings.Repeat("n", 201)), 400, "name", "200"},
+		// A NUL byte would reach SQLite, which refuses it (a 500 before).
+		{"NUL in name", with("name", "back\x00up"), 400, "name", "NUL"},
+		{"NUL in description", with("description", "a\x00b"), 400, "description", "NUL"},
+		{"NUL in author", with("author", "\x00"), 400, "author", "NUL"},
+		{"once in the past", map[string]any{"name": "late", "schedule_type": "once", "schedule": "2026-02-28T12:00:00Z",
+			"handler": "shell", "params": map[string]any{"script": "echo hi"}}, 400, "schedule", "is in the past"},
+		{"cron only in a DST gap", map[string]any{"name": "gap", "schedule": "0 30 2 ? 3 1L", "timezone": "Europe/Berlin",
+			"handler": "shell", "params": map[string]any{"script": "echo hi"}}, 400, "schedule", "daylight-saving gap"},
+		{"quartz step too large", with("schedule", "0 0/60 * * * ?"), 400, "schedule", "minute: step 60"},
 		{"params array", with("params", []int{1}), 400, "params", "JSON object"},
 		{"params string", with("params", "x=1"), 400, "params", "JSON object"},
 		{"params too big", with("params", map[string]string{"x": strings.Repeat("y", 70<<10)}), 400, "params", "64 KiB"},
@@ -544,6 +560,48 @@ func TestInvalidInputWritesNothing(t *testing.T) {
 	resp, err := b.etcd.Get(b.ctx, b.keys.JobSignalPrefix(), clientv3.WithPrefix(), clientv3.WithCountOnly())
 	require.NoError(t, err)
 	require.Zero(t, resp.Count)
+}
+
+// TestJobNamesUniqueInGroup: a second job of the same name in a group is a
+// 409 naming both, also when 20 clients create it at once; the store's
+// suite checks the same on PostgreSQL and MySQL.
+func TestJobNamesUniqueInGroup(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var first api.Job
+	b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, validJob(), http.StatusCreated, &first)
+	e := b.errorOf(http.MethodPost, "/api/v1/jobs", b.token, validJob(), http.StatusConflict)
+	require.Equal(t, `a job named "backup" already exists in group "default"`, e.Error)
+
+	other := validJob()
+	other["name"] = "restore"
+	var second api.Job
+	b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, other, http.StatusCreated, &second)
+	e = b.errorOf(http.MethodPut, fmt.Sprintf("/api/v1/jobs/%d", second.ID), b.token, validJob(), http.StatusConflict)
+	require.Contains(t, e.Error, `"backup" already exists`)
+	got, err := b.store.GetJob(b.ctx, second.ID)
+	require.NoError(t, err)
+	require.Equal(t, "restore", got.Name)
+	// Saving a job unchanged under its own name is fine.
+	b.doJSON(http.MethodPut, fmt.Sprintf("/api/v1/jobs/%d", first.ID), b.token, validJob(), http.StatusOK, nil)
+
+	const n = 20
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			j := validJob()
+			j["name"] = "race"
+			statuses[i], _ = b.do(http.MethodPost, "/api/v1/jobs", b.token, j)
+		})
+	}
+	wg.Wait()
+	counts := map[int]int{}
+	for _, st := range statuses {
+		counts[st]++
+	}
+	require.Equal(t, map[int]int{http.StatusCreated: 1, http.StatusConflict: n - 1}, counts)
+	require.Equal(t, 3, b.jobTotal())
 }
 
 func TestGroupIsEnsured(t *testing.T) {

@@ -81,6 +81,7 @@ func TestJobParamsAreValidatedAgainstTheHandlerSchema(t *testing.T) {
 	// No schema published yet (e.g. an older node): only the handler check applies.
 	job := validJob()
 	job["params"] = map[string]any{"scipt": "typo"}
+	job["name"] = "backup-1" // names are unique in a group
 	b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, job, http.StatusCreated, nil)
 
 	putHandler(t, b, cluster.HandlerInfo{Name: "shell", Version: "1.0.0", ParamsSchema: json.RawMessage(shellSchema), Node: "n1"})
@@ -102,6 +103,7 @@ func TestJobParamsAreValidatedAgainstTheHandlerSchema(t *testing.T) {
 
 	job["params"] = json.RawMessage(`{"script":"echo ok","interpreter":"bash"}`)
 	var created api.Job
+	job["name"] = "backup-2" // names are unique in a group
 	b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, job, http.StatusCreated, &created)
 
 	// Updates are checked too.
@@ -115,6 +117,7 @@ func TestJobParamsAreValidatedAgainstTheHandlerSchema(t *testing.T) {
 	putHandler(t, b, cluster.HandlerInfo{Name: "shell", Version: "9.0.0", Node: "n9",
 		ParamsSchema: json.RawMessage(`{"type":"object","required":["never"]}`)})
 	job["params"] = json.RawMessage(`{"script":"echo"}`)
+	job["name"] = "backup-3" // names are unique in a group
 	b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, job, http.StatusCreated, nil)
 
 	// The existing handler check still comes first.
@@ -129,6 +132,7 @@ func TestJobParamsAreValidatedAgainstTheHandlerSchema(t *testing.T) {
 	putHandler(t, b, cluster.HandlerInfo{Name: "shell", Version: "1.0.0", Node: "n1", ParamsSchema: json.RawMessage(`{"type":"nonsense"}`)})
 	job["handler"] = "shell"
 	job["params"] = json.RawMessage(`{"anything":1}`)
+	job["name"] = "backup-4" // names are unique in a group
 	b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, job, http.StatusCreated, nil)
 	require.Contains(t, b.logs.String(), "handler params schema does not compile")
 }

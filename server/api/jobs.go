@@ -24,13 +24,16 @@ import (
 
 // Job validation limits.
 const (
-	MaxJobNameChars     = 200
-	MaxGroupChars       = 100
-	MaxParamsBytes      = 64 << 10
-	MaxTimeoutSeconds   = 86400
-	DefaultGroup        = "default"
-	DefaultPageSize     = 20
-	MaxPageSize         = 500
+	MaxJobNameChars   = 200
+	MaxGroupChars     = 100
+	MaxParamsBytes    = 64 << 10
+	MaxTimeoutSeconds = 86400
+	DefaultGroup      = "default"
+	DefaultPageSize   = 20
+	MaxPageSize       = 500
+	// MaxPage bounds ?page= so the row offset cannot overflow; a page past
+	// the last one is simply empty.
+	MaxPage             = 1_000_000_000
 	defaultScheduleType = schedule.TypeCron
 )
 
@@ -52,8 +55,8 @@ func parsePage(r *http.Request) (store.Page, error) {
 	q := r.URL.Query()
 	if v := q.Get("page"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			fields["page"] = "page must be an integer ≥ 1"
+		if err != nil || n < 1 || n > MaxPage {
+			fields["page"] = fmt.Sprintf("page must be an integer from 1 to %d", MaxPage)
 		}
 		p.Page = n
 	}
@@ -112,8 +115,17 @@ func (s *server) jobFromRequest(ctx context.Context, req JobRequest) (*store.Job
 			tz = "" // still check the schedule itself
 		}
 	}
-	if _, err := schedule.Parse(j.ScheduleType, j.Schedule, tz, s.loc); err != nil {
+	if sched, err := schedule.Parse(j.ScheduleType, j.Schedule, tz, s.loc); err != nil {
 		fields["schedule"] = err.Error()
+	} else if err := schedule.CheckFuture(sched, s.now()); err != nil {
+		fields["schedule"] = err.Error()
+	}
+	checkNUL(fields, map[string]string{"name": req.Name, "group": req.Group, "schedule_type": req.ScheduleType,
+		"schedule": req.Schedule, "timezone": req.Timezone, "handler": req.Handler, "description": req.Description,
+		"author": req.Author, "node_uuid": req.NodeUUID, "route_strategy": req.RouteStrategy,
+		"block_strategy": req.BlockStrategy, "misfire_policy": req.MisfirePolicy})
+	for _, e := range req.AlarmEmails {
+		checkNUL(fields, map[string]string{"alarm_emails": e})
 	}
 
 	switch {
@@ -169,6 +181,17 @@ func (s *server) jobFromRequest(ctx context.Context, req JobRequest) (*store.Job
 		return nil, &ValidationError{Message: "invalid job", Fields: fields}
 	}
 	return j, nil
+}
+
+// checkNUL records every field whose value holds a NUL character: no
+// database stores one in text, and no name or schedule needs it. It
+// overrides any other message about the field.
+func checkNUL(fields, values map[string]string) {
+	for f, v := range values {
+		if strings.ContainsRune(v, 0) {
+			fields[f] = f + " must not contain a NUL character (\\u0000)"
+		}
+	}
 }
 
 // anyOffers reports whether a node of group offers handler.
@@ -255,6 +278,9 @@ func (s *server) saveNewJob(ctx context.Context, req JobRequest) (*store.Job, er
 		return nil, fmt.Errorf("ensure group %q: %w", j.Group, err)
 	}
 	if err := s.storeNewJob(ctx, j); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, public(err, "a job named %q already exists in group %q", j.Name, j.Group)
+		}
 		return nil, public(err, "cannot create job %q", j.Name)
 	}
 	if err := s.signalJob(ctx, j); err != nil {
@@ -313,6 +339,9 @@ func (s *server) saveJob(ctx context.Context, id int64, req JobRequest) (*store.
 	j.CreatedAt = old.CreatedAt
 	j.Revision = old.Revision
 	if err := s.storeJobUpdate(ctx, j); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, public(err, "a job named %q already exists in group %q", j.Name, j.Group)
+		}
 		return nil, public(err, "job %d not found", id)
 	}
 	if err := s.signalJob(ctx, j); err != nil {

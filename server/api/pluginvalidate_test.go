@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -83,8 +84,11 @@ func TestJobSaveRunsPluginValidate(t *testing.T) {
 	putHandler(t, b, cluster.HandlerInfo{Name: "shell", Version: infos[0].Version, ParamsSchema: infos[0].ParamsSchema, Node: "pv-b"})
 	calls := serveNode(t, b, host, "pv-b", "plug")
 
+	saves := 0
 	job := func(params map[string]any, pin string) map[string]any {
+		saves++
 		j := validJob()
+		j["name"] = fmt.Sprintf("pv-%d", saves) // names are unique in a group
 		j["group"] = "plug"
 		j["params"] = params
 		if pin != "" {

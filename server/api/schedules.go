@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,13 +40,36 @@ func (s *server) scheduleRoutes(r *mux.Router, v1 string) {
 	r.Handle(v1+"/schedules/preview", s.user(MaxBodyBytes, s.previewSchedule)).Methods(http.MethodGet)
 }
 
-// previewSchedule handles GET /api/v1/schedules/preview?schedule_type=&schedule=&timezone=&n=.
+// previewParams are the query parameters previewSchedule reads; any other
+// is refused, so a misspelt one is not silently ignored.
+var previewParams = []string{"schedule_type", "schedule", "timezone", "n", "after"}
+
+// unknownParams records every query parameter of q not in known.
+func unknownParams(q url.Values, known []string, fields map[string]string) {
+	for name := range q {
+		if !slices.Contains(known, name) {
+			fields[name] = "unknown query parameter (known: " + strings.Join(known, ", ") + ")"
+		}
+	}
+}
+
+// previewSchedule handles GET /api/v1/schedules/preview?schedule_type=&schedule=&timezone=&n=&after=.
 func (s *server) previewSchedule(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	typ := strings.TrimSpace(q.Get("schedule_type"))
 	expr := strings.TrimSpace(q.Get("schedule"))
 	tz := strings.TrimSpace(q.Get("timezone"))
 	fields := map[string]string{}
+	unknownParams(q, previewParams, fields)
+
+	at := s.now()
+	if v := strings.TrimSpace(q.Get("after")); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			fields["after"] = fmt.Sprintf("after %q is not an RFC 3339 time such as 2026-03-01T09:00:00Z", v)
+		}
+		at = t
+	}
 
 	n := DefaultPreviewCount
 	if v := q.Get("n"); v != "" {
@@ -69,6 +94,9 @@ func (s *server) previewSchedule(w http.ResponseWriter, r *http.Request) error {
 	var sched schedule.Schedule
 	if _, bad := fields["schedule_type"]; !bad {
 		sched, err = schedule.Parse(typ, expr, "", loc)
+		if err == nil {
+			err = schedule.CheckFuture(sched, at)
+		}
 		if err != nil {
 			if errors.Is(err, schedule.ErrUnknownType) {
 				fields["schedule_type"] = err.Error()
@@ -82,7 +110,6 @@ func (s *server) previewSchedule(w http.ResponseWriter, r *http.Request) error {
 	}
 
 	next := make([]string, 0, n)
-	at := s.now()
 	for range n {
 		t := sched.Next(at)
 		if t.IsZero() || !t.After(at) {

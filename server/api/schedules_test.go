@@ -65,8 +65,12 @@ func TestSchedulePreview(t *testing.T) {
 			ScheduleType: "once", Schedule: "2026-03-05 08:00:00", Timezone: "Asia/Tokyo",
 			Next: []string{"2026-03-05T08:00:00+09:00"},
 		}},
-		{"once in the past", []string{"schedule_type", "once", "schedule", "2026-01-01T00:00:00Z"}, api.SchedulePreview{
-			ScheduleType: "once", Schedule: "2026-01-01T00:00:00Z", Timezone: "UTC", Next: []string{},
+		{"once before after", []string{"schedule_type", "once", "schedule", "2026-01-01T00:00:00Z", "after", "2025-12-31T00:00:00Z"}, api.SchedulePreview{
+			ScheduleType: "once", Schedule: "2026-01-01T00:00:00Z", Timezone: "UTC", Next: []string{"2026-01-01T00:00:00Z"},
+		}},
+		{"from a given instant", []string{"schedule", "0 0 12 L-2W * ?", "after", "2026-06-15T08:00:00+02:00", "n", "3"}, api.SchedulePreview{
+			ScheduleType: "cron", Schedule: "0 0 12 L-2W * ?", Timezone: "UTC",
+			Next: []string{"2026-06-29T12:00:00Z", "2026-07-29T12:00:00Z", "2026-08-28T12:00:00Z"},
 		}},
 		{"none", []string{"schedule_type", "none"}, api.SchedulePreview{
 			ScheduleType: "none", Schedule: "", Timezone: "UTC", Next: []string{},
@@ -116,6 +120,13 @@ func TestSchedulePreview(t *testing.T) {
 		{"quartz day-of-week out of range", []string{"schedule", "0 0 12 ? * 8"}, map[string]string{"schedule": `day-of-week: "8" is out of range 1-7`}},
 		{"standard minute out of range", []string{"schedule", "61 * * * *"}, map[string]string{"schedule": `minute: "61" is out of range 0-59`}},
 		{"never fires", []string{"schedule", "0 0 0 30 2 ?"}, map[string]string{"schedule": "never fires"}},
+		{"once in the past", []string{"schedule_type", "once", "schedule", "2026-01-01T00:00:00Z"}, map[string]string{"schedule": "is in the past"}},
+		{"years in the past", []string{"schedule", "0 0 0 1 1 ? 2020-2025"}, map[string]string{"schedule": "is in the past"}},
+		{"only in a DST gap", []string{"schedule", "0 30 2 ? 3 1L", "timezone", "Europe/Berlin"}, map[string]string{"schedule": "daylight-saving gap of Europe/Berlin"}},
+		{"step too large", []string{"schedule", "0 0/60 * * * ?"}, map[string]string{"schedule": "minute: step 60"}},
+		{"bad after", []string{"schedule", "* * * * *", "after", "yesterday"}, map[string]string{"after": "RFC 3339"}},
+		{"unknown parameter", []string{"schedule", "* * * * *", "count", "3"}, map[string]string{"count": "unknown query parameter"}},
+		{"misspelt parameter", []string{"schedule", "* * * * *", "time_zone", "Asia/Tokyo"}, map[string]string{"time_zone": "unknown query parameter"}},
 		{"bad interval", []string{"schedule_type", "fixed_rate", "schedule", "500ms"}, map[string]string{"schedule": "shorter than 1s"}},
 		{"unknown zone", []string{"schedule", "* * * * *", "timezone", "Mars/Base"}, map[string]string{"timezone": `unknown time zone "Mars/Base"`}},
 		{"Local is not a zone", []string{"schedule", "* * * * *", "timezone", "Local"}, map[string]string{"timezone": `unknown time zone "Local"`}},

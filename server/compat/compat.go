@@ -343,8 +343,8 @@ func page(p params) (store.Page, int, error) {
 	if size < 1 || size > api.MaxPageSize {
 		return store.Page{}, 0, invalid("pageSize must be from 1 to %d", api.MaxPageSize)
 	}
-	if num < 1 {
-		return store.Page{}, 0, invalid("pageNum must be ≥ 1")
+	if num < 1 || num > api.MaxPage {
+		return store.Page{}, 0, invalid("pageNum must be from 1 to %d", api.MaxPage)
 	}
 	offset := int((num - 1) * size)
 	if p.has("start") {
@@ -352,8 +352,8 @@ func page(p params) (store.Page, int, error) {
 		if err != nil {
 			return store.Page{}, 0, err
 		}
-		if start < 0 {
-			return store.Page{}, 0, invalid("start must be ≥ 0")
+		if start < 0 || start > api.MaxPage {
+			return store.Page{}, 0, invalid("start must be from 0 to %d", api.MaxPage)
 		}
 		offset = int(start)
 	}

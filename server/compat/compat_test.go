@@ -279,6 +279,7 @@ func TestErrorsAndMapping(t *testing.T) {
 		{"http", "url:http://example.com/x\nmethod:POST\ndata:{\"a\":1}", `{"url":"http://example.com/x","method":"POST","body":"{\"a\":1}"}`},
 	} {
 		body := seedAdd()
+		body["jobDesc"] = "测试任务-" + c.handler // names are unique in a group
 		body["executorHandler"], body["executorParam"] = c.handler, c.param
 		status, out := b.send(http.MethodPost, "/jobinfo/add", body, false, "xxl")
 		requireOK(t, status, out)
@@ -299,6 +300,11 @@ func TestErrorsAndMapping(t *testing.T) {
 	status, out = b.send(http.MethodPost, "/jobinfo/add", body, true, "xxl")
 	requireOK(t, status, out)
 	id, _ := strconv.ParseInt(out["content"].(string), 10, 64)
+	// The same name again in the group: the seed's error envelope naming it.
+	status, out = b.send(http.MethodPost, "/jobinfo/add", body, true, "xxl")
+	require.Equal(t, http.StatusOK, status)
+	require.EqualValues(t, 500, out["code"])
+	require.Contains(t, out["msg"], `a job named "测试任务1" already exists`)
 	j, err := b.store.GetJob(b.ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, "shell", j.Handler)
@@ -310,4 +316,10 @@ func TestErrorsAndMapping(t *testing.T) {
 	require.Len(t, out["data"], 1)
 	_, out = b.send(http.MethodPost, "/jobinfo/list", map[string]any{"start": 1, "length": 2}, true, "xxl")
 	require.Len(t, out["data"], 2)
+	// The largest int64 is refused, never read as the first page.
+	for _, q := range []string{"pageNum=9223372036854775807", "start=9223372036854775807"} {
+		_, out = b.send(http.MethodGet, "/jobinfo/list?"+q, nil, false, "xxl")
+		require.EqualValues(t, 500, out["code"], q)
+		require.Contains(t, out["msg"], "must be from", q)
+	}
 }

@@ -15,6 +15,9 @@ type cronSchedule struct {
 	dom            daySpec
 	dow            dowSpec
 	or             bool // standard cron with both day fields restricted: either matches
+	// quartz bounds the search at maxYear, as Quartz does even without a
+	// year field.
+	quartz bool
 }
 
 // daySpec is a day-of-month field.
@@ -23,7 +26,9 @@ type daySpec struct {
 	days        uint64 // bits 1..31
 	lastOffsets []int  // "L" (0) and "L-n": the day dim-n
 	lastWeekday bool   // "LW"
-	nearest     []int  // "nW": the weekday nearest day n
+	// lastOffsetWeekdays are "L-nW": the weekday nearest the day dim-n.
+	lastOffsetWeekdays []int
+	nearest            []int // "nW": the weekday nearest day n
 }
 
 // dowSpec is a day-of-week field.
@@ -139,7 +144,7 @@ func (c *cronSchedule) offsetAt(unix int64) int {
 // nextCivil is the first matching wall-clock time at or after from.
 func (c *cronSchedule) nextCivil(from civil) (civil, bool) {
 	lastYear := from.y + searchYears
-	if c.years != nil {
+	if c.years != nil || c.quartz {
 		lastYear = min(lastYear, maxYear)
 	}
 	y, m, d := from.y, from.m, from.d
@@ -231,6 +236,11 @@ func (s *daySpec) matches(d, dim int, wd1 time.Weekday) bool {
 	}
 	if s.lastWeekday && d == nearestWeekday(dim, dim, wd1) {
 		return true
+	}
+	for _, off := range s.lastOffsetWeekdays {
+		if n := dim - off; n >= 1 && d == nearestWeekday(n, dim, wd1) {
+			return true
+		}
 	}
 	for _, n := range s.nearest {
 		if n <= dim && d == nearestWeekday(n, dim, wd1) {

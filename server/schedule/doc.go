@@ -32,8 +32,9 @@
 //     "sec min hour dom month dow [year]", with day-of-week 1-7 where 1 is
 //     Sunday and 7 Saturday, year 1970-2099, "?" (no value) in one of
 //     day-of-month / day-of-week, and the specials "L" (last day of month),
-//     "L-3" (third-to-last day), "LW" (last weekday), "15W" (weekday nearest
-//     the 15th, staying in the month), "6L" or "FRIL" (last Friday), "L" alone
+//     "L-3" (third-to-last day), "LW" (last weekday), "L-3W" (weekday nearest
+//     the third-to-last day), "15W" (weekday nearest the 15th, staying in the
+//     month), "6L" or "FRIL" (last Friday), "L" alone
 //     in day-of-week (Saturday) and "6#3" (third Friday). Ranges may wrap
 //     ("FRI-MON", "22-2"). For convenience a "*" in one of the two day fields
 //     is read as "?" when the other is restricted; restricting both is an error.
@@ -42,6 +43,11 @@
 //
 // Both dialects accept lists "1,5", ranges "1-5", steps "*/10", "0/10",
 // "5-30/5", and month (JAN-DEC) and day (SUN-SAT) names, case-insensitively.
+// Quartz, as Quartz does, refuses a step larger than its field's range
+// ("0/60" seconds or minutes, "0/24" hours, "1/32" day-of-month, "1/13"
+// month, "1/8" day-of-week), naming the field; standard cron keeps
+// robfig/cron's leniency there. Quartz schedules never fire after 2099, with
+// or without a year field; standard cron has no such bound.
 //
 // The rule that tells them apart: an expression is Quartz when it has 7
 // fields or contains "?", "L", "W" or "#" (outside month and day names, so
@@ -52,7 +58,11 @@
 //
 // An expression that can never match any date (such as "0 0 0 30 2 ?") is
 // rejected at parse time with ErrNeverFires. One that only matched in the past
-// (a Quartz year field) parses, and its Next is zero.
+// (a Quartz year field) parses, and its Next is zero. CheckFuture(s, now),
+// which saving a job calls, also refuses with ErrNeverFires a schedule with
+// no fire after now: a once time in the past, a cron whose years are past,
+// or one whose every match falls in a daylight-saving gap of its zone (such
+// as "0 30 2 ? 3 1L" in Europe/Berlin).
 //
 // # Time zones and daylight saving time
 //

@@ -176,7 +176,7 @@ func parseQuartz(fields []string, loc *time.Location) (Schedule, error) {
 	if len(fields) != 6 && len(fields) != 7 {
 		return nil, fmt.Errorf("expected 6 or 7 fields for Quartz cron (second minute hour day-of-month month day-of-week [year]), found %d", len(fields))
 	}
-	c := &cronSchedule{loc: loc}
+	c := &cronSchedule{loc: loc, quartz: true}
 	var err error
 	if c.sec, _, err = parseList(withWrap(secondField), fields[0]); err != nil {
 		return nil, err
@@ -232,7 +232,7 @@ func withWrap(f fieldDef) fieldDef {
 }
 
 // parseQuartzDom reads a Quartz day-of-month field: numbers, ranges, steps,
-// "L", "L-n", "LW", "nW".
+// "L", "L-n", "LW", "L-nW", "nW".
 func parseQuartzDom(s string) (daySpec, error) {
 	var d daySpec
 	for _, item := range strings.Split(s, ",") {
@@ -243,11 +243,16 @@ func parseQuartzDom(s string) (daySpec, error) {
 		case up == "LW":
 			d.lastWeekday = true
 		case strings.HasPrefix(up, "L-"):
-			n, err := strconv.Atoi(up[2:])
+			num, weekday := strings.CutSuffix(up[2:], "W")
+			n, err := strconv.Atoi(num)
 			if err != nil || n < 0 || n > 30 {
 				return d, fmt.Errorf("day-of-month: %q: the offset after L- must be a number from 0 to 30", item)
 			}
-			d.lastOffsets = append(d.lastOffsets, n)
+			if weekday {
+				d.lastOffsetWeekdays = append(d.lastOffsetWeekdays, n)
+			} else {
+				d.lastOffsets = append(d.lastOffsets, n)
+			}
 		case strings.HasSuffix(up, "W"):
 			n, err := strconv.Atoi(up[:len(up)-1])
 			if err != nil || n < 1 || n > 31 {
@@ -385,6 +390,12 @@ func parseRange(f fieldDef, item, whole string) (lo, hi, step int, star bool, er
 		step, err = strconv.Atoi(stepStr)
 		if err != nil || step < 1 {
 			return 0, 0, 0, false, fmt.Errorf("%s: step %q in %q must be a whole number of at least 1", f.name, stepStr, item)
+		}
+		// Quartz refuses a step beyond the field's range ("0/60" seconds,
+		// "0/24" hours, "1/13" months): it could only ever match the start.
+		// (Only Quartz fields wrap; standard cron keeps robfig's leniency.)
+		if f.wrap && step > f.max {
+			return 0, 0, 0, false, fmt.Errorf("%s: step %d in %q is larger than the field allows (at most %d)", f.name, step, item, f.max)
 		}
 	}
 	switch {

@@ -213,3 +213,29 @@ func parseOnce(expr string, loc *time.Location) (Schedule, error) {
 	}
 	return nil, fmt.Errorf("once: %q is not an RFC 3339 time such as 2026-03-01T09:00:00+01:00", expr)
 }
+
+// CheckFuture reports, as an ErrNeverFires error, a schedule that parses but
+// has no fire after now: a once time that has passed, a cron expression whose
+// dates are all past (a Quartz year field), or one whose every match from now
+// on falls in a daylight-saving gap of its zone (wall-clock times that do not
+// exist there are skipped, see the package doc). Interval and none schedules
+// always pass. Saving a job calls it; the scheduler does not, so a stored job
+// whose time has passed still loads.
+func CheckFuture(s Schedule, now time.Time) error {
+	switch v := s.(type) {
+	case onceSchedule:
+		if !now.Before(v.at) {
+			return &kindError{ErrNeverFires, fmt.Sprintf("it never fires: once time %s is in the past", v.at.Format(time.RFC3339))}
+		}
+	case *cronSchedule:
+		if !v.Next(now).IsZero() {
+			return nil
+		}
+		if _, ok := v.nextCivil(civilOf(now.In(v.loc))); ok {
+			return &kindError{ErrNeverFires, fmt.Sprintf(
+				"it never fires: every time it matches from now on falls in a daylight-saving gap of %s (that wall-clock time does not exist there)", v.loc)}
+		}
+		return &kindError{ErrNeverFires, "it never fires again: every date it matches is in the past"}
+	}
+	return nil
+}

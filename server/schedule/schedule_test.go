@@ -106,7 +106,10 @@ var nextCases = []nextCase{
 	{"", "0 0 0 1 1 ? 2020", "", "", w("")},
 	{"", "0 0 0 31 12 ? 2099", "", "", w("2099-12-31T00:00:00Z", "")},
 	{"", "0 0 0 29 2 ?", "", "", w("2028-02-29T00:00:00Z", "2032-02-29T00:00:00Z")},
-	{"", "0 0 0 29 2 ?", "", "2096-03-01T00:00:00Z", w("2104-02-29T00:00:00Z")},
+	// Quartz stops at 2099 even without a year field; standard cron does not.
+	{"", "0 0 0 29 2 ?", "", "2096-03-01T00:00:00Z", w("")},
+	{"", "0 0 0 1 1 ?", "", "2098-06-01T00:00:00Z", w("2099-01-01T00:00:00Z", "")},
+	{"", "0 0 29 2 *", "", "2096-03-01T00:00:00Z", w("2104-02-29T00:00:00Z")},
 	// A "*" day field next to a restricted one reads as "?".
 	{"", "0 0 12 * * 1#2", "", "", w("2026-03-08T12:00:00Z", "2026-04-12T12:00:00Z")},
 	{"", "0 0 12 L * *", "", "", w("2026-03-31T12:00:00Z")},
@@ -384,6 +387,17 @@ func TestInvalid(t *testing.T) {
 		{"", "0 0 12 ? * XYZ", "", `day-of-week: "XYZ" is not a number or a name`},
 		{"", "0 0 12 32 * ?", "", `day-of-month: "32" is out of range 1-31`},
 		{"", "0 0 12 L-31 * ?", "", `day-of-month: "L-31": the offset after L- must be a number from 0 to 30`},
+		{"", "0 0 12 L-31W * ?", "", `day-of-month: "L-31W": the offset after L- must be a number from 0 to 30`},
+		{"", "0 0 12 L-W * ?", "", `day-of-month: "L-W": the offset after L- must be a number from 0 to 30`},
+		{"", "0 0 12 L-3WW * ?", "", `day-of-month: "L-3WW"`},
+		// A step larger than its field's range, as Quartz refuses it.
+		{"", "0/60 * * * * ?", "", `second: step 60 in "0/60" is larger than the field allows (at most 59)`},
+		{"", "0 0/60 * * * ?", "", `minute: step 60 in "0/60" is larger than the field allows (at most 59)`},
+		{"", "0 0 0/24 * * ?", "", `hour: step 24 in "0/24" is larger than the field allows (at most 23)`},
+		{"", "0 0 0 1/32 * ?", "", `day-of-month: step 32 in "1/32" is larger than the field allows (at most 31)`},
+		{"", "0 0 0 1 1/13 ?", "", `month: step 13 in "1/13" is larger than the field allows (at most 12)`},
+		{"", "0 0 0 ? * 1/8", "", `day-of-week: step 8 in "1/8" is larger than the field allows (at most 7)`},
+
 		{"", "0 0 12 32W * ?", "", `day-of-month: "32W"`},
 		{"", "0 0 12 1-5W * ?", "", `day-of-month: "1-5W"`},
 		{"", "0 0 12 5L * ?", "", `day-of-month: "5L": L must stand alone`},
@@ -552,5 +566,104 @@ func TestFuzzSeeds(t *testing.T) {
 		_, err := Parse(s.typ, s.expr, s.tz, time.UTC)
 		require.NoError(t, err, s.expr)
 		checkParse(t, s.typ, s.expr, s.tz)
+	}
+}
+
+// TestLastOffsetWeekday checks "L-nW" (the weekday nearest the n-th-to-last
+// day) against Quartz 2.3.2's rule. No Quartz jar could be fetched offline
+// (mvn dependency:get failed: no registry), so the expected dates were
+// computed by a Java program transcribing the lastdayOfMonth+nearestWeekday
+// branch of CronExpression.getTimeAfter over java.util.GregorianCalendar:
+// day = last day - n; a Saturday moves to Friday (to Monday the 3rd when it
+// is the 1st), a Sunday to Monday (to Friday when it is the last day).
+// L-30W leaves out the months shorter than 31 days, where dim-30 is not a
+// day of the month: Quartz then reads day 0 or less through a lenient
+// Calendar (its answer is an artefact), and Cronix does not fire.
+func TestLastOffsetWeekday(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		dom  string
+		want []string // dates in 2026-2027, midnight UTC
+	}{
+		{"L-0W", []string{"2026-01-30", "2026-02-27", "2026-03-31", "2026-04-30", "2026-05-29", "2026-06-30", "2026-07-31", "2026-08-31", "2026-09-30", "2026-10-30", "2026-11-30", "2026-12-31", "2027-01-29", "2027-02-26", "2027-03-31", "2027-04-30", "2027-05-31", "2027-06-30", "2027-07-30", "2027-08-31", "2027-09-30", "2027-10-29", "2027-11-30", "2027-12-31"}},
+		{"L-1W", []string{"2026-01-30", "2026-02-27", "2026-03-30", "2026-04-29", "2026-05-29", "2026-06-29", "2026-07-30", "2026-08-31", "2026-09-29", "2026-10-30", "2026-11-30", "2026-12-30", "2027-01-29", "2027-02-26", "2027-03-30", "2027-04-29", "2027-05-31", "2027-06-29", "2027-07-30", "2027-08-30", "2027-09-29", "2027-10-29", "2027-11-29", "2027-12-30"}},
+		{"L-2W", []string{"2026-01-29", "2026-02-26", "2026-03-30", "2026-04-28", "2026-05-29", "2026-06-29", "2026-07-29", "2026-08-28", "2026-09-28", "2026-10-29", "2026-11-27", "2026-12-29", "2027-01-29", "2027-02-26", "2027-03-29", "2027-04-28", "2027-05-28", "2027-06-28", "2027-07-29", "2027-08-30", "2027-09-28", "2027-10-29", "2027-11-29", "2027-12-29"}},
+		{"L-3W", []string{"2026-01-28", "2026-02-25", "2026-03-27", "2026-04-27", "2026-05-28", "2026-06-26", "2026-07-28", "2026-08-28", "2026-09-28", "2026-10-28", "2026-11-27", "2026-12-28", "2027-01-28", "2027-02-25", "2027-03-29", "2027-04-27", "2027-05-28", "2027-06-28", "2027-07-28", "2027-08-27", "2027-09-27", "2027-10-28", "2027-11-26", "2027-12-28"}},
+		{"L-5W", []string{"2026-01-26", "2026-02-23", "2026-03-26", "2026-04-24", "2026-05-26", "2026-06-25", "2026-07-27", "2026-08-26", "2026-09-25", "2026-10-26", "2026-11-25", "2026-12-25", "2027-01-26", "2027-02-23", "2027-03-26", "2027-04-26", "2027-05-26", "2027-06-25", "2027-07-26", "2027-08-26", "2027-09-24", "2027-10-26", "2027-11-25", "2027-12-27"}},
+		{"L-10W", []string{"2026-01-21", "2026-02-18", "2026-03-20", "2026-04-20", "2026-05-21", "2026-06-19", "2026-07-21", "2026-08-21", "2026-09-21", "2026-10-21", "2026-11-20", "2026-12-21", "2027-01-21", "2027-02-18", "2027-03-22", "2027-04-20", "2027-05-21", "2027-06-21", "2027-07-21", "2027-08-20", "2027-09-20", "2027-10-21", "2027-11-19", "2027-12-21"}},
+		{"L-27W", []string{"2026-01-05", "2026-02-02", "2026-03-04", "2026-04-03", "2026-05-04", "2026-06-03", "2026-07-03", "2026-08-04", "2026-09-03", "2026-10-05", "2026-11-03", "2026-12-04", "2027-01-04", "2027-02-01", "2027-03-04", "2027-04-02", "2027-05-04", "2027-06-03", "2027-07-05", "2027-08-04", "2027-09-03", "2027-10-04", "2027-11-03", "2027-12-03"}},
+		{"L-30W", []string{"2026-01-01", "2026-03-02", "2026-05-01", "2026-07-01", "2026-08-03", "2026-10-01", "2026-12-01", "2027-01-01", "2027-03-01", "2027-05-03", "2027-07-01", "2027-08-02", "2027-10-01", "2027-12-01"}},
+	}
+	for _, c := range cases {
+		s, err := Parse("", "0 0 0 "+c.dom+" * ?", "UTC", nil)
+		require.NoError(t, err, c.dom)
+		at := time.Date(2025, 12, 31, 12, 0, 0, 0, time.UTC)
+		for _, want := range c.want {
+			at = s.Next(at)
+			require.Equal(t, want, at.Format("2006-01-02"), c.dom)
+			require.Equal(t, "00:00:00", at.Format("15:04:05"), c.dom)
+		}
+	}
+	// Lower case reads the same, and L-nW combines with other days.
+	s, err := Parse("", "0 0 0 l-2w * ?", "UTC", nil)
+	require.NoError(t, err)
+	require.Equal(t, "2026-01-29", s.Next(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).Format("2006-01-02"))
+	s, err = Parse("", "0 0 0 1,L-3W * ?", "UTC", nil)
+	require.NoError(t, err)
+	require.Equal(t, "2026-01-28", s.Next(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)).Format("2006-01-02"))
+	require.Equal(t, "2026-02-01", s.Next(time.Date(2026, 1, 28, 0, 0, 0, 0, time.UTC)).Format("2006-01-02"))
+}
+
+// TestStepAtTheLimit: the largest step each field allows still parses.
+func TestStepAtTheLimit(t *testing.T) {
+	t.Parallel()
+	for _, expr := range []string{"0/59 * * * * ?", "0 0/59 * * * ?", "0 0 0/23 * * ?", "0 0 0 1/31 * ?",
+		"0 0 0 1 1/12 ?", "0 0 0 ? * 1/7", "0 0 0 1 1 ? 2026/73",
+		// Standard cron keeps robfig/cron's leniency: "*/60" is minute 0.
+		"*/59 * * * *", "*/60 * * * *", "0 */24 * * *"} {
+		_, err := Parse("", expr, "UTC", nil)
+		require.NoError(t, err, expr)
+	}
+}
+
+// TestCheckFuture: a schedule that parses but has no fire after now is
+// refused with ErrNeverFires, naming why.
+func TestCheckFuture(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	cases := []struct{ typ, expr, tz, want string }{
+		// Every match is a wall-clock time skipped by spring-forward:
+		// 02:30 on the last Sunday of March in Europe/Berlin.
+		{"", "0 30 2 ? 3 1L", "Europe/Berlin", "daylight-saving gap of Europe/Berlin"},
+		{"", "0 30 2 ? 3 1L *", "Europe/Berlin", "daylight-saving gap of Europe/Berlin"},
+		{"", "* * 2 ? 3 1L", "Europe/Berlin", "daylight-saving gap of Europe/Berlin"},
+		{"", "0 30 2 ? 3 1#2", "America/New_York", "daylight-saving gap of America/New_York"},
+		{"", "0 30 2 29 3 ? 2026", "Europe/Berlin", "daylight-saving gap"},
+		{"", "0 0 0 1 1 ? 2020", "UTC", "every date it matches is in the past"},
+		{"", "0 0 0 1 1 ? 2020-2025", "UTC", "every date it matches is in the past"},
+		{TypeOnce, "2026-03-01T09:00:00Z", "UTC", "once time 2026-03-01T09:00:00Z is in the past"},
+		{TypeOnce, "2026-03-01T10:00:00Z", "UTC", "in the past"},
+		{TypeOnce, "2026-03-01 10:30:00", "Europe/Berlin", "in the past"},
+	}
+	for _, c := range cases {
+		s, err := Parse(c.typ, c.expr, c.tz, nil)
+		require.NoError(t, err, c.expr)
+		err = CheckFuture(s, now)
+		require.ErrorIs(t, err, ErrNeverFires, c.expr)
+		require.ErrorContains(t, err, c.want, c.expr)
+	}
+	for _, c := range []struct{ typ, expr, tz string }{
+		{"", "0 30 2 ? 3 1L", "UTC"},
+		{"", "0 30 2 * * ?", "Europe/Berlin"},
+		{"", "0 30 3 ? 3 1L", "Europe/Berlin"},
+		{"", "0 0 0 1 1 ? 2020,2030", "UTC"},
+		{"", "@every 5s", "UTC"},
+		{TypeFixedDelay, "10s", "UTC"},
+		{TypeNone, "", "UTC"},
+		{TypeOnce, "2026-03-01T10:00:01Z", "UTC"},
+	} {
+		s, err := Parse(c.typ, c.expr, c.tz, nil)
+		require.NoError(t, err, c.expr)
+		require.NoError(t, CheckFuture(s, now), c.expr)
 	}
 }

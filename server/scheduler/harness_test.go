@@ -235,9 +235,17 @@ func (h *harness) addNodeAt(uuid, group, addr string, handlers ...string) {
 	require.NoError(h.t, err)
 }
 
+// newJobSeq numbers the names of jobs made with id 0 (for a store to
+// number): job names are unique within a group.
+var newJobSeq atomic.Int64
+
 func job(id int64, expr string) store.Job {
+	name := fmt.Sprintf("job-%d", id)
+	if id == 0 {
+		name = fmt.Sprintf("job-new-%d", newJobSeq.Add(1))
+	}
 	return store.Job{
-		ID: id, Name: fmt.Sprintf("job-%d", id), Group: "g", ScheduleType: "cron", Schedule: expr,
+		ID: id, Name: name, Group: "g", ScheduleType: "cron", Schedule: expr,
 		Timezone: "UTC", Handler: "cmd", Params: json.RawMessage(`{"cmd":"true"}`), TimeoutSeconds: 30,
 		Enabled: true, Revision: 1,
 	}

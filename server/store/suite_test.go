@@ -26,6 +26,7 @@ func runSuite(t *testing.T, newDSN func(t *testing.T) string) {
 	}
 	runModelSuite(t, open)
 	runVersionSuite(t, newDSN)
+	runNameSuite(t, newDSN)
 	runRecoverySuite(t, open)
 
 	t.Run("Migrations", func(t *testing.T) {

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"time"
 )
 
@@ -163,10 +164,14 @@ type Page struct {
 	PageSize int
 }
 
-// Offset is the row offset of the page.
+// Offset is the row offset of the page; one past any table when it would
+// overflow.
 func (p Page) Offset() int {
 	if p.Page < 1 {
 		return 0
+	}
+	if p.PageSize > 0 && p.Page-1 > math.MaxInt/p.PageSize {
+		return math.MaxInt
 	}
 	return (p.Page - 1) * p.PageSize
 }

@@ -1,6 +1,6 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { Alert, App, AutoComplete, Button, Card, Col, Form, Input, InputNumber, Row, Segmented, Select, Space, Spin, Switch, Typography } from 'antd';
-import { useEffect, useMemo, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { useNavigate, useParams } from 'react-router';
 import { CronHelper } from '../components/CronHelper';
@@ -43,17 +43,23 @@ export default function JobForm({ mode }: { mode: 'new' | 'edit' | 'copy' }) {
   const nodes = useQuery({ queryKey: ['nodes'], queryFn: listNodes, staleTime: 10_000 });
   const groups = useQuery({ queryKey: ['groups'], queryFn: () => listGroups(), staleTime: 60_000 });
 
+  const [blank] = useState(emptyJob);
   const initial = useMemo<JobInput | null>(() => {
-    if (mode === 'new') return emptyJob();
+    if (mode === 'new') return blank;
     if (!existing.data) return null;
     const j = toInput(existing.data);
     if (mode === 'copy') j.name = t('job.copyTitle', { name: j.name });
     return j;
-  }, [mode, existing.data, t]);
+  }, [mode, existing.data, t, blank]);
 
+  // Fill the form once, when the job has loaded (a new job starts from initialValues).
+  const filled = useRef(false);
   useEffect(() => {
-    if (initial) form.setFieldsValue(initial);
-  }, [initial, form]);
+    if (mode !== 'new' && initial && !filled.current) {
+      filled.current = true;
+      form.setFieldsValue(initial);
+    }
+  }, [mode, initial, form]);
 
   const scheduleType = Form.useWatch('schedule_type', form) ?? 'cron';
   const schedule = Form.useWatch('schedule', form) ?? '';

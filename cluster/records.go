@@ -89,6 +89,56 @@ type NodeInfo struct {
 	Plugins []PluginInfo `json:"plugins"`
 	Started time.Time    `json:"started"`
 	Status  string       `json:"status"`
+	// PluginStatus is the state of every plugin the node was configured
+	// with or found in its plugin dir, refused ones included with the
+	// reason, so an operator sees why a handler is missing without the
+	// node's log.
+	PluginStatus []PluginStatus `json:"plugin_status,omitempty"`
+}
+
+// Plugin states (PluginStatus.State).
+const (
+	PluginLoaded  = "loaded"  // serving its handler
+	PluginRefused = "refused" // not started, or started and rejected; see Reason
+	PluginBackoff = "backoff" // crashed or failed to restart; next start at RetryAt
+	PluginStopped = "stopped" // the node stopped it
+)
+
+// Reasons a plugin is refused or backing off (PluginStatus.Reason).
+const (
+	PluginReasonMissingChecksum  = "missing_checksum"   // no pinned checksum for a plugin-dir binary
+	PluginReasonChecksumMismatch = "checksum_mismatch"  // the binary's SHA-256 is not the pinned one
+	PluginReasonHandlerNotPinned = "handler_not_pinned" // it serves a handler its pinned entry does not name
+	PluginReasonConflict         = "conflict"           // another plugin already serves its handler
+	PluginReasonHandshakeFailed  = "handshake_failed"   // not a Cronix plugin, or an unsupported protocol version
+	PluginReasonDescribeFailed   = "describe_failed"    // no valid answer to Info (Describe) in time
+	PluginReasonCrashLoop        = "crash_loop"         // crashed again soon after each restart
+)
+
+// PluginStatus is the state of one plugin on a node.
+type PluginStatus struct {
+	// Name is the plugin's name: its checksum entry / file name without
+	// the cronix-plugin- prefix, or a built-in's name.
+	Name string `json:"name"`
+	// Path is the plugin's executable.
+	Path string `json:"path,omitempty"`
+	// Handler is the handler it serves (empty when it never answered).
+	Handler string `json:"handler,omitempty"`
+	// Version is the handler's version.
+	Version string `json:"version,omitempty"`
+	// Protocol is the negotiated plugin protocol version.
+	Protocol int `json:"protocol,omitempty"`
+	// State is PluginLoaded, PluginRefused, PluginBackoff or PluginStopped.
+	State string `json:"state"`
+	// Reason classifies a refusal or backoff (PluginReason*).
+	Reason string `json:"reason,omitempty"`
+	// Message says what went wrong, for people.
+	Message string `json:"message,omitempty"`
+	// Restarts counts the restarts after a crash since the node started.
+	Restarts int `json:"restarts,omitempty"`
+	// RetryAt is when a backing-off plugin is started again at the
+	// earliest (UTC).
+	RetryAt *time.Time `json:"retry_at,omitempty"`
 }
 
 // Address is "ip:port" of the node.

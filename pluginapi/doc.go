@@ -32,9 +32,11 @@
 //     (it travels as the gRPC deadline) and is cancelled when the run is
 //     killed or the host goes away. The handler must then stop promptly and
 //     stop every process it started; the node does not wait for it.
-//   - Output: bytes written to Run's out reach the node in order, batched
-//     into chunks (at most 32 KiB, sent at the latest 50 ms after being
-//     written). The writer is safe for concurrent use and blocks when the
+//   - Output: bytes written to Run's out reach the node in order, in
+//     chunks of at most 32 KiB. A write goes out at once (so what a handler
+//     wrote before its process crashed has normally left it and is kept in
+//     the run's output), except that beyond 16 sends in 50 ms writes are
+//     batched and sent at the latest 50 ms after being written. The writer is safe for concurrent use and blocks when the
 //     node reads slower than the handler writes, so memory stays bounded. If
 //     the node is gone, writes are dropped without error. Writing after Run
 //     returned fails.

@@ -44,8 +44,9 @@ var VersionedPlugins = map[int]plugin.PluginSet{
 // the plugin side only.
 type handlerPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
-	impl Handler
-	runs sync.WaitGroup // Runs in flight, so Serve can let them stop
+	impl    Handler
+	runs    sync.WaitGroup // Runs in flight, so Serve can let them stop
+	tracker *wireTracker   // set when served by serveConfig
 }
 
 var _ plugin.GRPCPlugin = (*handlerPlugin)(nil)
@@ -54,7 +55,7 @@ func (p *handlerPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	if p.impl == nil {
 		return errors.New("pluginapi: no handler to serve")
 	}
-	wire.RegisterHandlerServer(s, &grpcServer{impl: p.impl, runs: &p.runs})
+	wire.RegisterHandlerServer(s, &grpcServer{impl: p.impl, runs: &p.runs, tracker: p.tracker})
 	return nil
 }
 
@@ -103,12 +104,13 @@ func ServeConfig(h Handler) *plugin.ServeConfig {
 }
 
 func serveConfig(p *handlerPlugin) *plugin.ServeConfig {
+	p.tracker = newWireTracker()
 	return &plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{
 			ProtocolVersion: {PluginName: p},
 		},
-		GRPCServer: plugin.DefaultGRPCServer,
+		GRPCServer: grpcServerFunc(p.tracker),
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Name:       "cronix-plugin",
 			Level:      hclog.Info,

@@ -10,18 +10,24 @@ import (
 	"github.com/cronix/cronix/pluginapi/internal/wire"
 )
 
-// Output batching: the plugin side sends a chunk when this many bytes are
-// buffered, or when the oldest buffered byte is this old.
+// Output batching: the plugin side sends a write at once while fewer than
+// immediateSends chunks went out in the current flushInterval, so the last
+// lines a handler writes before its process crashes have left it; beyond
+// that it sends a chunk when chunkSize bytes are buffered or when the
+// oldest buffered byte is flushInterval old, so chatty output costs few
+// messages.
 const (
-	chunkSize     = 32 << 10
-	flushInterval = 50 * time.Millisecond
+	chunkSize      = 32 << 10
+	flushInterval  = 50 * time.Millisecond
+	immediateSends = 16
 )
 
 // grpcServer serves a Handler as the wire.Handler gRPC service (plugin side).
 type grpcServer struct {
 	wire.UnimplementedHandlerServer
-	impl Handler
-	runs *sync.WaitGroup // counts Runs in flight; may be nil
+	impl    Handler
+	runs    *sync.WaitGroup // counts Runs in flight; may be nil
+	tracker *wireTracker    // the connection's writes; nil in-process
 }
 
 var _ wire.HandlerServer = (*grpcServer)(nil)
@@ -64,6 +70,9 @@ func (s *grpcServer) Run(req *wire.RunRequest, stream wire.Handler_RunServer) er
 	w := newChunkWriter(func(b []byte) error {
 		return stream.Send(&wire.RunEvent{Event: &wire.RunEvent_Output{Output: b}})
 	})
+	if s.tracker != nil {
+		w.onWire = s.tracker
+	}
 	res, err := s.run(ctx, requestFromWire(req), w)
 	w.Close()
 	if err == nil && res.Status != StatusSuccess && res.Status != StatusFailed {
@@ -116,9 +125,11 @@ func handlerContext(stream context.Context) (context.Context, func()) {
 // handler's Run returned.
 var errWriterClosed = errors.New("pluginapi: run output written after Run returned")
 
-// chunkWriter batches a run's output into stream messages: a chunk goes out
-// when chunkSize bytes are buffered or flushInterval after the first
-// unsent byte. It is safe for concurrent use. Sends happen under the lock,
+// chunkWriter batches a run's output into stream messages: a write goes
+// out at once while the current flushInterval window has seen fewer than
+// immediateSends sends, else a chunk goes out when chunkSize bytes are
+// buffered or flushInterval after the first unsent byte. It is safe for
+// concurrent use. Sends happen under the lock,
 // so a slow host applies back-pressure to the handler and the buffer never
 // exceeds chunkSize plus one write.
 type chunkWriter struct {
@@ -130,6 +141,12 @@ type chunkWriter struct {
 	gen    uint64      // identifies the armed timer; a stale one does nothing
 	err    error       // first send error; later writes are dropped
 	closed bool
+	// onWire, when set, lets an immediate send wait until the chunk is on
+	// the connection.
+	onWire *wireTracker
+	// The current window of immediate sends.
+	windowStart time.Time
+	windowSends int
 }
 
 func newChunkWriter(send func([]byte) error) *chunkWriter {
@@ -164,12 +181,36 @@ func (w *chunkWriter) Write(p []byte) (int, error) {
 			return n, nil
 		}
 	}
+	if len(w.buf) > 0 && w.immediateLocked() {
+		w.flushLocked()
+		if w.onWire != nil && w.err == nil {
+			// Wait (briefly) until gRPC's transport put the chunk on the
+			// connection: if the handler's next step crashes the process,
+			// the host still gets it.
+			w.onWire.wait(w.onWire.mark())
+		}
+		return n, nil
+	}
 	if len(w.buf) > 0 && w.timer == nil {
 		w.gen++
 		gen := w.gen
 		w.timer = time.AfterFunc(flushInterval, func() { w.timedFlush(gen) })
 	}
 	return n, nil
+}
+
+// immediateLocked reports whether buffered bytes may go out now, and counts
+// the send in the current window.
+func (w *chunkWriter) immediateLocked() bool {
+	now := time.Now()
+	if now.Sub(w.windowStart) >= flushInterval {
+		w.windowStart, w.windowSends = now, 0
+	}
+	if w.windowSends >= immediateSends {
+		return false
+	}
+	w.windowSends++
+	return true
 }
 
 func (w *chunkWriter) timedFlush(gen uint64) {

@@ -27,6 +27,14 @@ type Runner interface {
 	Run(ctx context.Context, handler string, req pluginapi.Request, out io.Writer) (pluginapi.Result, error)
 }
 
+// pluginStatuser is implemented by a Runner that reports the state of its
+// plugins (the plugin host): the agent then publishes it in the node's
+// registration and rewrites it whenever it changes.
+type pluginStatuser interface {
+	Status() []cluster.PluginStatus
+	StatusChanged() <-chan struct{}
+}
+
 // recentDoneSize bounds the set of fires whose run keys this process
 // already deleted; a re-dispatch of one of them is recognised and dropped.
 const recentDoneSize = 16384
@@ -69,6 +77,9 @@ type Agent struct {
 
 	controlCancel context.CancelFunc
 	controlDone   chan struct{}
+
+	statusCancel context.CancelFunc // the plugin status publisher, if the Runner has one
+	statusDone   chan struct{}
 }
 
 const (
@@ -189,8 +200,18 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		Started: time.Now().UTC(),
 		Status:  NodeOnline,
 	}, a.log)
+	ps, _ := a.runner.(pluginStatuser)
+	if ps != nil {
+		a.reg.info.PluginStatus = ps.Status()
+	}
 	if err := a.reg.start(ctx); err != nil {
 		return err
+	}
+	if ps != nil {
+		sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
+		a.statusCancel = scancel
+		a.statusDone = make(chan struct{})
+		go a.publishPluginStatus(sctx, ps)
 	}
 	cctx, ccancel := context.WithCancel(context.WithoutCancel(ctx))
 	a.controlCancel = ccancel
@@ -244,6 +265,10 @@ func (a *Agent) shutdown() {
 	if a.controlCancel != nil {
 		a.controlCancel()
 		<-a.controlDone
+	}
+	if a.statusCancel != nil {
+		a.statusCancel()
+		<-a.statusDone
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.FlushTimeout)
 	a.reporter.stop(ctx)
@@ -371,4 +396,29 @@ func (s *recentSet) add(id string) {
 	s.ring[s.next] = id
 	s.members[id] = struct{}{}
 	s.next = (s.next + 1) % len(s.ring)
+}
+
+// publishPluginStatus rewrites the registration's plugin status each time
+// the Runner reports a change, until ctx ends. A failed write is retried
+// at the next change or after a pause.
+func (a *Agent) publishPluginStatus(ctx context.Context, ps pluginStatuser) {
+	defer close(a.statusDone)
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ps.StatusChanged():
+		case <-retry.C:
+		}
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := a.reg.setPluginStatus(wctx, ps.Status())
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn("agent: publishing plugin status", "error", err)
+			retry.Reset(2 * time.Second)
+		}
+	}
 }

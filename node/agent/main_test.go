@@ -11,8 +11,9 @@ import (
 )
 
 // shellBin is the real cronix-plugin-shell binary TestMain builds, for the
-// tests that kill and time out real processes.
-var shellBin string
+// tests that kill and time out real processes; crashyBin is a plugin that
+// crashes on demand (internal/testplugins/crashy).
+var shellBin, crashyBin string
 
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
@@ -27,6 +28,12 @@ func runTests(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	shellBin, err = harness.BuildPackage(context.Background(), filepath.Join(dir, "cronix-plugin-shell"),
 		"./plugins/shell/cmd/cronix-plugin-shell")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	crashyBin, err = harness.BuildPackage(context.Background(), filepath.Join(dir, "cronix-plugin-crashy"),
+		"./internal/testplugins/crashy")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -89,6 +89,15 @@ func (r *registration) setStatus(ctx context.Context, status string) error {
 	return r.put(ctx)
 }
 
+// setPluginStatus changes the advertised plugin status and rewrites the
+// registration.
+func (r *registration) setPluginStatus(ctx context.Context, st []cluster.PluginStatus) error {
+	r.mu.Lock()
+	r.info.PluginStatus = st
+	r.mu.Unlock()
+	return r.put(ctx)
+}
+
 func (r *registration) keepAlive(ctx context.Context) {
 	defer close(r.done)
 	var bo backoff

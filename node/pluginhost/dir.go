@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/cronix/cronix/cluster"
 )
 
 // DirPrefix is the file name prefix of a third-party plugin binary in the
@@ -46,12 +48,14 @@ func ParseChecksums(entries []string) (map[string]string, error) {
 }
 
 // DirSpecs returns a Spec for every executable regular file named
-// cronix-plugin-* in dir (symlinks followed) whose SHA-256 is configured in
-// checksums (from ParseChecksums), each pinned to that checksum: the host
-// then refuses to start a binary whose content does not match. A binary
-// without a configured checksum is refused here, with a log line naming it
-// and how to allow it; so is a checksum naming no binary. It fails only
-// when dir cannot be read.
+// cronix-plugin-* in dir (symlinks followed). A binary whose SHA-256 is
+// configured in checksums (from ParseChecksums) is pinned to that checksum
+// and to the handler its entry names (the short name): the host refuses to
+// start a binary whose content does not match, and refuses one that serves
+// another handler. A binary without a configured checksum gets a Spec
+// marked Refused (PluginReasonMissingChecksum), so the node reports it, and
+// a log line naming it and how to allow it; a checksum naming no binary is
+// logged. It fails only when dir cannot be read.
 func DirSpecs(logger *slog.Logger, dir string, checksums map[string]string) ([]Spec, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -84,9 +88,13 @@ func DirSpecs(logger *slog.Logger, dir string, checksums map[string]string) ([]S
 		if !ok {
 			logger.Error("plugin refused: no checksum configured; add it to --plugin-checksums as "+name+"=<sha256>",
 				"plugin", name, "file", path)
+			specs = append(specs, Spec{Name: name, Cmd: []string{path}, Handler: name, Refused: &Refusal{
+				Reason:  cluster.PluginReasonMissingChecksum,
+				Message: "no checksum configured; add it to --plugin-checksums as " + name + "=<sha256>",
+			}})
 			continue
 		}
-		specs = append(specs, Spec{Name: name, Cmd: []string{path}, SHA256: sum})
+		specs = append(specs, Spec{Name: name, Cmd: []string{path}, SHA256: sum, Handler: name})
 	}
 	for _, name := range slices.Sorted(maps.Keys(checksums)) {
 		if !seen[name] {

@@ -20,6 +20,7 @@ import (
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/pluginapi"
 	"github.com/cronix/cronix/pluginapi/plugintest"
+	"github.com/cronix/cronix/plugins/shell"
 )
 
 func fileSum(t *testing.T, path string) string {
@@ -63,32 +64,70 @@ func TestPluginDirLoadsOnlyPinnedBinaries(t *testing.T) {
 	copyExec(t, notifyBin, dir, "cronix-plugin-notify")
 	copyExec(t, notifyBin, dir, "cronix-plugin-tampered")
 	copyExec(t, shellBin, dir, "cronix-plugin-unpinned")
+	// A pinned binary copied under another name, with a checksum entry for
+	// that name: it must not serve "notify", the handler its entry does
+	// not name.
+	copyExec(t, notifyBin, dir, "cronix-plugin-copy")
+	// A second binary offering "shell", which the built-in already serves.
+	copyExec(t, shellBin, dir, "cronix-plugin-shell")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "README"), []byte("not a plugin"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "cronix-plugin-data.txt"), []byte("x"), 0o644))
 
 	sums, err := ParseChecksums([]string{
 		"notify=" + fileSum(t, notifyBin),
 		"tampered=" + strings.Repeat("0", 64),
+		"copy=" + fileSum(t, notifyBin),
+		"shell=" + fileSum(t, shellBin),
 	})
 	require.NoError(t, err)
 	logs := &plugintest.Output{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	specs, err := DirSpecs(logger, dir, sums)
 	require.NoError(t, err)
-	require.Len(t, specs, 2, "the unpinned binary is refused before it is started")
+	require.Len(t, specs, 5)
+	for _, sp := range specs {
+		if sp.Name == "unpinned" {
+			require.NotNil(t, sp.Refused, "the unpinned binary is refused before it is started")
+		} else {
+			require.Nil(t, sp.Refused, sp.Name)
+			require.Equal(t, sp.Name, sp.Handler, "a checksum entry pins its handler name")
+		}
+	}
 	require.Contains(t, logs.String(), "plugin refused: no checksum configured")
 	require.Contains(t, logs.String(), "plugin=unpinned")
 	require.Contains(t, logs.String(), "not an executable file")
 
-	h := New(logger, specs)
+	// The built-in shell comes first, as on a node (named apart here to
+	// tell the two statuses apart).
+	h := New(logger, append([]Spec{{Name: "builtin-shell", Cmd: []string{shellBin}}}, specs...))
 	require.NoError(t, h.Start(t.Context()))
 	t.Cleanup(h.Stop)
-	require.Equal(t, []cluster.PluginInfo{{Name: "notify", Version: "1.0.0"}}, h.Handlers())
-	failures := h.Failures()
-	require.Len(t, failures, 1)
-	require.ErrorContains(t, failures[0], `plugin "tampered"`)
-	require.ErrorContains(t, failures[0], "does not match the configured SHA-256")
+	require.Equal(t, []cluster.PluginInfo{{Name: "notify", Version: "1.0.0"}, {Name: shell.Name, Version: shell.Version}}, h.Handlers())
+	require.Len(t, h.Failures(), 4)
 	require.Contains(t, logs.String(), "plugin=tampered")
+
+	byName := map[string]cluster.PluginStatus{}
+	for _, st := range h.Status() {
+		byName[st.Name] = st
+	}
+	t.Logf("status: %+v", h.Status())
+	require.Len(t, byName, 6, "the built-in shell and the five plugin-dir binaries")
+	require.Equal(t, cluster.PluginLoaded, byName["notify"].State)
+	require.Equal(t, "1.0.0", byName["notify"].Version)
+	require.Equal(t, pluginapi.ProtocolVersion, byName["notify"].Protocol)
+	for name, reason := range map[string]string{
+		"tampered": cluster.PluginReasonChecksumMismatch,
+		"unpinned": cluster.PluginReasonMissingChecksum,
+		"copy":     cluster.PluginReasonHandlerNotPinned,
+		"shell":    cluster.PluginReasonConflict,
+	} {
+		st := byName[name]
+		require.Equal(t, cluster.PluginRefused, st.State, name)
+		require.Equal(t, reason, st.Reason, name)
+		require.NotEmpty(t, st.Message, name)
+	}
+	require.Contains(t, byName["copy"].Message, `serves handler "notify" but its checksum entry pins it to handler "copy"`)
+	require.Contains(t, byName["shell"].Message, `already served by plugin "builtin-shell"`)
 
 	// Run a job through the third-party plugin process.
 	var (

@@ -37,19 +37,51 @@ import (
 const (
 	// startTimeout bounds a plugin's start (process up and handshake done).
 	startTimeout = 30 * time.Second
-	// infoTimeout bounds the Info call that completes a plugin's start.
-	infoTimeout = 10 * time.Second
-	// Restart backoff: after a failed restart, runs of the plugin fail at
-	// once for this long, doubling up to the max, so a plugin that cannot
-	// start does not stall every run.
-	minRestartBackoff = time.Second
-	maxRestartBackoff = 30 * time.Second
+	// Defaults of the Options.
+	defaultDescribeTimeout = 10 * time.Second
+	defaultValidateTimeout = 10 * time.Second
+	defaultCrashWindow     = 10 * time.Second
+	defaultMinBackoff      = time.Second
+	defaultMaxBackoff      = 30 * time.Second
+	// timeoutSlack: a call that failed this close to its deadline timed out.
+	timeoutSlack = 250 * time.Millisecond
 )
+
+// Options tune a Host; the zero value means the defaults.
+type Options struct {
+	// DescribeTimeout bounds the Info (Describe) call that completes a
+	// plugin's start; a plugin that hangs there is refused. Default 10 s.
+	DescribeTimeout time.Duration
+	// ValidateTimeout bounds one Validate call on top of the caller's ctx.
+	// Default 10 s.
+	ValidateTimeout time.Duration
+	// CrashWindow: a process that dies sooner than this after it started
+	// counts as a quick crash. From the second quick crash in a row the
+	// plugin backs off before its next start. Default 10 s.
+	CrashWindow time.Duration
+	// MinBackoff and MaxBackoff bound the restart backoff, which doubles
+	// per failed restart or quick crash. Defaults 1 s and 30 s.
+	MinBackoff, MaxBackoff time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.DescribeTimeout, defaultDescribeTimeout)
+	def(&o.ValidateTimeout, defaultValidateTimeout)
+	def(&o.CrashWindow, defaultCrashWindow)
+	def(&o.MinBackoff, defaultMinBackoff)
+	def(&o.MaxBackoff, defaultMaxBackoff)
+	return o
+}
 
 // Spec configures one plugin.
 type Spec struct {
-	// Name names the plugin in logs and errors; normally the name of the
-	// handler it serves.
+	// Name names the plugin in logs, errors and its status; normally the
+	// name of the handler it serves.
 	Name string
 	// Cmd is the argv that starts the plugin, e.g.
 	// {"/usr/lib/cronix/plugins/cronix-plugin-http"} or, for a built-in,
@@ -58,10 +90,52 @@ type Spec struct {
 	// SHA256 is the optional hex SHA-256 of the Cmd[0] executable; when set,
 	// a plugin whose executable does not match is not started.
 	SHA256 string
+	// Handler, when set, is the only handler the plugin may serve: the name
+	// its pinned checksum entry gives. A plugin serving another handler is
+	// refused (PluginReasonHandlerNotPinned), so a pinned binary copied
+	// under another name cannot take over a handler.
+	Handler string
+	// Refused, when set, records a plugin that must not be started (e.g. a
+	// plugin-dir binary without a checksum): the Host lists it in Status
+	// with this reason and never runs it.
+	Refused *Refusal
 	// Env holds extra "KEY=value" environment variables for the plugin
 	// process, on top of the node's environment (they win over same-named
 	// ones), e.g. the http handler's CRONIX_HTTP_ALLOW_LOOPBACK=1.
 	Env []string
+}
+
+// Refusal is why a plugin is not used: a cluster.PluginReason* and a
+// message for people. It is an error.
+type Refusal struct {
+	Reason  string
+	Message string
+}
+
+func (r *Refusal) Error() string { return r.Message + " (" + r.Reason + ")" }
+
+// refuse wraps err with a refusal reason, keeping err in the chain.
+func refuse(reason string, err error) error { return &refusedError{reason: reason, err: err} }
+
+type refusedError struct {
+	reason string
+	err    error
+}
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
+
+// reasonOf is the refusal reason carried by err, or fallback.
+func reasonOf(err error, fallback string) string {
+	var re *refusedError
+	if errors.As(err, &re) {
+		return re.reason
+	}
+	var r *Refusal
+	if errors.As(err, &r) {
+		return r.Reason
+	}
+	return fallback
 }
 
 // ErrUnknownHandler is returned by Run and Validate for a handler no loaded
@@ -73,33 +147,43 @@ var ErrStopped = errors.New("plugin host stopped")
 
 // Host runs a node's plugins. Create it with New, then Start it.
 type Host struct {
-	logger *slog.Logger
-	specs  []Spec
+	logger  *slog.Logger
+	specs   []Spec
+	opts    Options
+	changed chan struct{} // buffered 1: Status changed since last read
 
 	mu       sync.RWMutex
 	byName   map[string]*managed // loaded plugins by handler name
+	all      []*managed          // every plugin Start saw, in spec order
 	failures []error
 	started  bool
 	stopped  bool
 	spawner  *spawner
 }
 
-// New returns a Host for the plugins of specs; nothing starts before Start.
-func New(logger *slog.Logger, specs []Spec) *Host {
+// New returns a Host for the plugins of specs; nothing starts before
+// Start. opts is optional (at most one is used).
+func New(logger *slog.Logger, specs []Spec, opts ...Options) *Host {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	return &Host{
-		logger: logger.With("component", "pluginhost"),
-		specs:  slices.Clone(specs),
-		byName: map[string]*managed{},
+		logger:  logger.With("component", "pluginhost"),
+		specs:   slices.Clone(specs),
+		opts:    o.withDefaults(),
+		changed: make(chan struct{}, 1),
+		byName:  map[string]*managed{},
 	}
 }
 
 // Start launches every plugin and asks each for its handler's Info. A
 // plugin that cannot be loaded is logged (naming it), recorded in Failures
-// and skipped. Start fails only when ctx ends or the Host was already
-// started or stopped.
+// and in Status with the reason, and skipped. Start fails only when ctx
+// ends or the Host was already started or stopped.
 func (h *Host) Start(ctx context.Context) error {
 	h.mu.Lock()
 	if h.started || h.stopped {
@@ -115,12 +199,14 @@ func (h *Host) Start(ctx context.Context) error {
 			return fmt.Errorf("pluginhost: starting plugins: %w", err)
 		}
 		if err := h.load(ctx, spec); err != nil {
-			h.logger.Error("plugin not loaded", "plugin", spec.Name, "cmd", spec.Cmd, "err", err)
+			h.logger.Error("plugin not loaded", "plugin", spec.Name, "cmd", spec.Cmd,
+				"reason", reasonOf(err, cluster.PluginReasonHandshakeFailed), "err", err)
 			h.mu.Lock()
 			h.failures = append(h.failures, err)
 			h.mu.Unlock()
 		}
 	}
+	h.notify()
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("pluginhost: starting plugins: %w", err)
 	}
@@ -128,12 +214,16 @@ func (h *Host) Start(ctx context.Context) error {
 }
 
 func (h *Host) load(ctx context.Context, spec Spec) error {
-	m, err := newManaged(h.logger, h.spawner, spec)
-	if err != nil {
-		return fmt.Errorf("plugin %q: %w", spec.Name, err)
+	m := newManaged(h.logger, h.spawner, spec, h.opts, h.notify)
+	h.mu.Lock()
+	h.all = append(h.all, m)
+	h.mu.Unlock()
+	if m.refusal != nil {
+		return fmt.Errorf("plugin %q: %w", spec.Name, m.refusal)
 	}
 	info, err := m.start(ctx)
 	if err != nil {
+		m.refuse(reasonOf(err, cluster.PluginReasonHandshakeFailed), err.Error())
 		return fmt.Errorf("plugin %q: %w", spec.Name, err)
 	}
 	h.mu.Lock()
@@ -144,14 +234,44 @@ func (h *Host) load(ctx context.Context, spec Spec) error {
 	}
 	if other, dup := h.byName[info.Name]; dup {
 		m.stop()
-		return fmt.Errorf("plugin %q: handler %q is already served by plugin %q", spec.Name, info.Name, other.spec.Name)
+		err := refuse(cluster.PluginReasonConflict, fmt.Errorf("handler %q is already served by plugin %q", info.Name, other.spec.Name))
+		m.refuse(cluster.PluginReasonConflict, err.Error())
+		return fmt.Errorf("plugin %q: %w", spec.Name, err)
 	}
 	h.byName[info.Name] = m
 	if info.Name != spec.Name {
 		h.logger.Warn("plugin serves a handler of another name", "plugin", spec.Name, "handler", info.Name)
 	}
-	h.logger.Info("plugin loaded", "plugin", spec.Name, "handler", info.Name, "version", info.Version)
+	h.logger.Info("plugin loaded", "plugin", spec.Name, "handler", info.Name, "version", info.Version,
+		"protocol", m.currentStatus().Protocol)
 	return nil
+}
+
+// notify signals StatusChanged without blocking.
+func (h *Host) notify() {
+	select {
+	case h.changed <- struct{}{}:
+	default:
+	}
+}
+
+// StatusChanged receives a value after Status changed (a plugin loaded,
+// was refused, crashed, backed off or recovered). It is buffered 1 and
+// never closed: read Status after each receive.
+func (h *Host) StatusChanged() <-chan struct{} { return h.changed }
+
+// Status is the state of every plugin Start saw, refused ones included
+// with the reason, sorted by name.
+func (h *Host) Status() []cluster.PluginStatus {
+	h.mu.RLock()
+	all := slices.Clone(h.all)
+	h.mu.RUnlock()
+	out := make([]cluster.PluginStatus, 0, len(all))
+	for _, m := range all {
+		out = append(out, m.currentStatus())
+	}
+	slices.SortStableFunc(out, func(a, b cluster.PluginStatus) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // Stop kills every plugin process and waits for them. Runs in flight fail.
@@ -229,8 +349,9 @@ func (h *Host) lookup(handler string) (*managed, error) {
 // ctx's deadline is the job timeout and cancelling ctx kills the run. When
 // the call fails, Run returns a failed Result along with the error: for a
 // timeout or kill the error wraps ctx's error (Result.Message "timeout" or
-// "killed"); when the plugin process died the error names the plugin and
-// wraps pluginapi.ErrPluginExited, and the next Run restarts the plugin.
+// "killed"); when the plugin process died the error says the plugin
+// crashed and wraps pluginapi.ErrPluginExited (the output received before
+// the crash is already in out), and the next Run restarts the plugin.
 // A handler's own error keeps its pluginapi kind.
 func (h *Host) Run(ctx context.Context, handler string, req pluginapi.Request, out io.Writer) (pluginapi.Result, error) {
 	m, err := h.lookup(handler)
@@ -250,7 +371,8 @@ func (h *Host) Run(ctx context.Context, handler string, req pluginapi.Request, o
 	return res, err
 }
 
-// Validate checks params with the named handler.
+// Validate checks params with the named handler, bounded by the
+// ValidateTimeout option on top of ctx.
 func (h *Host) Validate(ctx context.Context, handler string, params json.RawMessage) error {
 	m, err := h.lookup(handler)
 	if err != nil {
@@ -260,10 +382,17 @@ func (h *Host) Validate(ctx context.Context, handler string, params json.RawMess
 	if err != nil {
 		return err
 	}
-	err = hd.Validate(ctx, params)
+	timeout := fmt.Errorf("plugin %q did not answer Validate within %s", m.spec.Name, h.opts.ValidateTimeout)
+	vctx, cancel := context.WithTimeoutCause(ctx, h.opts.ValidateTimeout, timeout)
+	defer cancel()
+	err = hd.Validate(vctx, params)
 	if err != nil {
 		if err := m.exited(client, err); err != nil {
 			return err
+		}
+		// The plugin's copy of the deadline fires a moment before ours.
+		if dl, _ := vctx.Deadline(); ctx.Err() == nil && (vctx.Err() != nil || time.Until(dl) <= timeoutSlack) {
+			return fmt.Errorf("pluginhost: validating params: %w", timeout)
 		}
 	}
 	return err
@@ -285,41 +414,77 @@ type managed struct {
 	spec     Spec
 	logger   *slog.Logger
 	spawner  *spawner
+	opts     Options
+	notify   func()
 	checksum []byte
+	refusal  *Refusal // set: never started
 
-	mu      sync.Mutex
-	client  *goplugin.Client // nil when no process runs
-	handler pluginapi.Handler
-	info    pluginapi.Info
-	stopped bool
-	// After a failed restart: the error, and no new attempt before retryAt.
-	restartErr error
-	retryAt    time.Time
-	backoff    time.Duration
+	mu        sync.Mutex
+	client    *goplugin.Client // nil when no process runs
+	handler   pluginapi.Handler
+	info      pluginapi.Info
+	stderr    *tailWriter // the current process's last stderr lines
+	startedAt time.Time   // when the current process started
+	stopped   bool
+	status    cluster.PluginStatus
+	// After a failed restart or a crash loop: the error, and no new
+	// attempt before retryAt.
+	restartErr   error
+	retryAt      time.Time
+	backoff      time.Duration
+	quickCrashes int // crashes in a row, each within CrashWindow of its start
 }
 
-func newManaged(logger *slog.Logger, sp *spawner, spec Spec) (*managed, error) {
-	if spec.Name == "" {
-		return nil, errors.New("spec has no name")
+func newManaged(logger *slog.Logger, sp *spawner, spec Spec, opts Options, notify func()) *managed {
+	m := &managed{spec: spec, logger: logger.With("plugin", spec.Name), spawner: sp, opts: opts, notify: notify}
+	m.status = cluster.PluginStatus{Name: spec.Name, Handler: spec.Handler}
+	if len(spec.Cmd) > 0 {
+		m.status.Path = spec.Cmd[0]
 	}
-	if len(spec.Cmd) == 0 || spec.Cmd[0] == "" {
-		return nil, errors.New("spec has no command")
-	}
-	m := &managed{spec: spec, logger: logger.With("plugin", spec.Name), spawner: sp}
-	if spec.SHA256 != "" {
+	switch {
+	case spec.Refused != nil:
+		m.refusal = spec.Refused
+	case spec.Name == "":
+		m.refusal = &Refusal{Reason: cluster.PluginReasonHandshakeFailed, Message: "spec has no name"}
+	case len(spec.Cmd) == 0 || spec.Cmd[0] == "":
+		m.refusal = &Refusal{Reason: cluster.PluginReasonHandshakeFailed, Message: "spec has no command"}
+	case spec.SHA256 != "":
 		sum, err := hex.DecodeString(spec.SHA256)
 		if err != nil || len(sum) != sha256.Size {
-			return nil, fmt.Errorf("SHA256 %q is not a hex SHA-256", spec.SHA256)
+			m.refusal = &Refusal{Reason: cluster.PluginReasonChecksumMismatch,
+				Message: fmt.Sprintf("SHA256 %q is not a hex SHA-256", spec.SHA256)}
 		}
 		m.checksum = sum
 	}
-	return m, nil
+	if m.refusal != nil {
+		m.status.State, m.status.Reason, m.status.Message = cluster.PluginRefused, m.refusal.Reason, m.refusal.Message
+	}
+	return m
 }
 
 func (m *managed) currentInfo() pluginapi.Info {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.info
+}
+
+func (m *managed) currentStatus() cluster.PluginStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := m.status
+	if st.RetryAt != nil {
+		t := *st.RetryAt
+		st.RetryAt = &t
+	}
+	return st
+}
+
+// refuse records that the plugin is not used, and why.
+func (m *managed) refuse(reason, msg string) {
+	m.mu.Lock()
+	m.status.State, m.status.Reason, m.status.Message, m.status.RetryAt = cluster.PluginRefused, reason, msg, nil
+	m.mu.Unlock()
+	m.notify()
 }
 
 // start launches the first process.
@@ -345,6 +510,8 @@ func (m *managed) launchLocked(ctx context.Context) error {
 	}
 	cfg.Logger = hclogslog.New(m.logger, "")
 	cfg.StartTimeout = startTimeout
+	stderr := &tailWriter{}
+	cfg.Stderr = stderr
 	if m.checksum != nil {
 		cfg.SecureConfig = &goplugin.SecureConfig{Checksum: m.checksum, Hash: sha256.New()}
 	}
@@ -357,31 +524,44 @@ func (m *managed) launchLocked(ctx context.Context) error {
 	if err != nil {
 		client.Kill()
 		if errors.Is(err, goplugin.ErrChecksumsDoNotMatch) {
-			return fmt.Errorf("checksum of %s does not match the configured SHA-256: %w", m.spec.Cmd[0], err)
+			return refuse(cluster.PluginReasonChecksumMismatch,
+				fmt.Errorf("checksum of %s does not match the configured SHA-256: %w", m.spec.Cmd[0], err))
 		}
-		return fmt.Errorf("starting %s: %w", m.spec.Cmd[0], err)
+		return refuse(cluster.PluginReasonHandshakeFailed, fmt.Errorf("starting %s: %w", m.spec.Cmd[0], err))
 	}
-	infoCtx, cancel := context.WithTimeout(ctx, infoTimeout)
+	infoCtx, cancel := context.WithTimeoutCause(ctx, m.opts.DescribeTimeout,
+		fmt.Errorf("no answer to Info within %s", m.opts.DescribeTimeout))
 	info, err := hd.Info(infoCtx)
+	if err != nil && infoCtx.Err() != nil && ctx.Err() == nil {
+		err = context.Cause(infoCtx)
+	}
 	cancel()
 	if err != nil {
 		client.Kill()
-		return fmt.Errorf("asking for its handler's info: %w", err)
+		return refuse(cluster.PluginReasonDescribeFailed, fmt.Errorf("asking for its handler's info: %w", err))
 	}
 	if info.Name == "" {
 		client.Kill()
-		return errors.New("its handler has no name")
+		return refuse(cluster.PluginReasonDescribeFailed, errors.New("its handler has no name"))
+	}
+	if m.spec.Handler != "" && info.Name != m.spec.Handler {
+		client.Kill()
+		return refuse(cluster.PluginReasonHandlerNotPinned, fmt.Errorf(
+			"it serves handler %q but its checksum entry pins it to handler %q only", info.Name, m.spec.Handler))
 	}
 	if m.info.Name != "" && info.Name != m.info.Name {
 		client.Kill()
-		return fmt.Errorf("restarted plugin serves handler %q instead of %q", info.Name, m.info.Name)
+		return refuse(cluster.PluginReasonHandlerNotPinned,
+			fmt.Errorf("restarted plugin serves handler %q instead of %q", info.Name, m.info.Name))
 	}
-	m.client, m.handler, m.info = client, hd, info
+	m.client, m.handler, m.info, m.stderr, m.startedAt = client, hd, info, stderr, time.Now()
+	m.status.State, m.status.Reason, m.status.Message, m.status.RetryAt = cluster.PluginLoaded, "", "", nil
+	m.status.Handler, m.status.Version, m.status.Protocol = info.Name, info.Version, client.NegotiatedVersion()
 	return nil
 }
 
 // get returns the handler of a running process, restarting the plugin when
-// its process has exited.
+// its process has exited (unless it is backing off).
 func (m *managed) get(ctx context.Context) (pluginapi.Handler, *goplugin.Client, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -392,22 +572,64 @@ func (m *managed) get(ctx context.Context) (pluginapi.Handler, *goplugin.Client,
 		return m.handler, m.client, nil
 	}
 	if m.client != nil {
-		m.client.Kill() // reap what is left
-		m.client = nil
+		// Died between runs: a crash like any other.
+		m.retireLocked(m.client, errors.New("plugin process exited while idle"))
 	}
 	if m.restartErr != nil && time.Now().Before(m.retryAt) {
-		return nil, nil, fmt.Errorf("plugin %q is down and could not be restarted: %w", m.spec.Name, m.restartErr)
+		return nil, nil, fmt.Errorf("plugin %q is down and could not be restarted (next attempt in %s): %w",
+			m.spec.Name, time.Until(m.retryAt).Round(time.Millisecond), m.restartErr)
 	}
 	m.logger.Warn("plugin process is not running; restarting it")
 	if err := m.launchLocked(ctx); err != nil {
-		m.backoff = min(max(2*m.backoff, minRestartBackoff), maxRestartBackoff)
-		m.restartErr, m.retryAt = err, time.Now().Add(m.backoff)
+		m.backOffLocked(reasonOf(err, cluster.PluginReasonHandshakeFailed), err)
 		m.logger.Error("plugin restart failed", "err", err, "retry_in", m.backoff)
 		return nil, nil, fmt.Errorf("plugin %q is down and could not be restarted: %w", m.spec.Name, err)
 	}
-	m.restartErr, m.backoff = nil, 0
+	if m.quickCrashes < 2 {
+		m.restartErr, m.backoff = nil, 0
+	} else {
+		m.restartErr = nil // keep the backoff: the next quick crash doubles it
+	}
+	m.status.Restarts++
 	m.logger.Info("plugin restarted", "pid", pid(m.client))
+	m.notifyLocked()
 	return m.handler, m.client, nil
+}
+
+// backOffLocked doubles the restart backoff and records why.
+func (m *managed) backOffLocked(reason string, err error) {
+	m.backoff = min(max(2*m.backoff, m.opts.MinBackoff), m.opts.MaxBackoff)
+	m.restartErr, m.retryAt = err, time.Now().Add(m.backoff)
+	at := m.retryAt.UTC()
+	m.status.State, m.status.Reason, m.status.Message, m.status.RetryAt = cluster.PluginBackoff, reason, err.Error(), &at
+	m.notifyLocked()
+}
+
+// notifyLocked tells the host the status changed; it does not block.
+func (m *managed) notifyLocked() { m.notify() }
+
+// retireLocked forgets the process of client, which is gone, and counts
+// the crash: from the second quick crash in a row the plugin backs off.
+func (m *managed) retireLocked(client *goplugin.Client, cause error) {
+	if m.client != client {
+		return
+	}
+	m.client = nil
+	client.Kill() // idempotent; reaps the process and go-plugin's goroutines
+	if time.Since(m.startedAt) < m.opts.CrashWindow {
+		m.quickCrashes++
+	} else {
+		m.quickCrashes = 1
+		m.backoff = 0
+	}
+	msg := crashMessage(cause, m.stderr)
+	m.logger.Error("plugin process exited", "err", msg, "quick_crashes", m.quickCrashes)
+	if m.quickCrashes >= 2 {
+		m.backOffLocked(cluster.PluginReasonCrashLoop, fmt.Errorf("crash loop (%d quick crashes in a row): %s", m.quickCrashes, msg))
+		return
+	}
+	m.status.Message = "last crash: " + msg
+	m.notifyLocked()
 }
 
 // exited checks whether a call's error means the plugin process of client
@@ -426,14 +648,14 @@ func (m *managed) exited(client *goplugin.Client, err error) error {
 			return fmt.Errorf("plugin %q: %w", m.spec.Name, err)
 		}
 	}
+	client.Kill() // make sure its stderr is drained before reading the tail
 	m.mu.Lock()
+	tail := m.stderr
 	if m.client == client {
-		m.client = nil
-		m.logger.Error("plugin process exited", "err", pe.Cause)
+		m.retireLocked(client, pe.Cause)
 	}
 	m.mu.Unlock()
-	client.Kill() // idempotent; reaps the process and go-plugin's goroutines
-	return &exitedError{plugin: m.spec.Name, err: pe}
+	return &exitedError{plugin: m.spec.Name, err: pe, detail: crashMessage(pe.Cause, tail)}
 }
 
 // stop kills the current process; later calls fail with ErrStopped.
@@ -442,6 +664,9 @@ func (m *managed) stop() {
 	client := m.client
 	m.client = nil
 	m.stopped = true
+	if m.status.State == cluster.PluginLoaded || m.status.State == cluster.PluginBackoff {
+		m.status.State, m.status.RetryAt = cluster.PluginStopped, nil
+	}
 	m.mu.Unlock()
 	if client != nil {
 		client.Kill()
@@ -452,13 +677,65 @@ func (m *managed) stop() {
 type exitedError struct {
 	plugin string
 	err    *pluginapi.PluginExitedError
+	detail string
 }
 
 func (e *exitedError) Error() string {
-	return fmt.Sprintf("plugin %q exited: %v", e.plugin, e.err.Cause)
+	return fmt.Sprintf("plugin %q crashed (its process exited; output received before the crash is kept): %s", e.plugin, e.detail)
 }
 
 func (e *exitedError) Unwrap() error { return e.err }
+
+// crashMessage describes a crash: the plugin's panic line when its stderr
+// has one, else cause.
+func crashMessage(cause error, stderr *tailWriter) string {
+	if stderr != nil {
+		if p := stderr.panicLine(); p != "" {
+			return p
+		}
+	}
+	if cause == nil {
+		return "process exited"
+	}
+	return cause.Error()
+}
+
+// tailWriter keeps the last bytes a plugin wrote to stderr.
+type tailWriter struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailSize = 8 << 10
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	if len(w.buf) > tailSize {
+		w.buf = append([]byte(nil), w.buf[len(w.buf)-tailSize:]...)
+	}
+	return len(p), nil
+}
+
+// panicLine is the last "panic: ..." line (a Go runtime crash) or "fatal
+// error: ..." line in the tail, trimmed; "" when there is none.
+func (w *tailWriter) panicLine() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	lines := strings.Split(string(w.buf), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+			const maxLen = 300
+			if len(l) > maxLen {
+				l = l[:maxLen] + "..."
+			}
+			return l
+		}
+	}
+	return ""
+}
 
 // pid is the plugin process's pid, 0 if unknown.
 func pid(c *goplugin.Client) int {

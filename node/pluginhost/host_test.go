@@ -30,7 +30,7 @@ import (
 
 // shellBin and notifyBin are the plugin binaries TestMain builds: the
 // shell plugin and the third-party example plugin (its own go build).
-var shellBin, notifyBin string
+var shellBin, notifyBin, crashyBin string
 
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
@@ -53,6 +53,10 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	if notifyBin, err = harness.BuildPackage(ctx, filepath.Join(dir, "cronix-plugin-notify"), "./plugins/example"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if crashyBin, err = harness.BuildPackage(ctx, filepath.Join(dir, "cronix-plugin-crashy"), "./internal/testplugins/crashy"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -260,10 +264,10 @@ func TestPluginKilledDuringRun(t *testing.T) {
 	res, err := h.Run(ctx, "shell", shellReq("f-crash", "echo started; exec sleep "+marker), out)
 	t.Logf("run on a killed plugin: %v", err)
 	require.ErrorIs(t, err, pluginapi.ErrPluginExited)
-	require.ErrorContains(t, err, `plugin "shell" exited: `)
+	require.ErrorContains(t, err, `plugin "shell" crashed`)
 	require.NotErrorIs(t, err, context.DeadlineExceeded, "the run must fail because of the crash, not time out")
 	require.Equal(t, pluginapi.StatusFailed, res.Status)
-	require.Contains(t, res.Message, `plugin "shell" exited`)
+	require.Contains(t, res.Message, `plugin "shell" crashed`)
 	// The script dies with its plugin (parent-death signal).
 	requireNoProcs(t, "sleep "+marker)
 
@@ -450,4 +454,33 @@ func TestNodeCrashKillsPluginsAndScripts(t *testing.T) {
 		return errors.Is(err, os.ErrNotExist)
 	}, 5*time.Second, 20*time.Millisecond, "the plugin outlived its node")
 	requireNoProcs(t, "sleep "+marker)
+}
+
+// TestHungDescribeAndValidateAreBounded: a plugin that hangs in Info is
+// refused after the describe timeout; one that hangs in Validate fails the
+// call after the validate timeout, and the plugin keeps serving.
+func TestHungDescribeAndValidateAreBounded(t *testing.T) {
+	t.Parallel()
+	logs := &plugintest.Output{}
+	h := New(slog.New(slog.NewTextHandler(logs, nil)), []Spec{
+		{Name: "hangs", Cmd: []string{crashyBin}, Env: []string{"CRASHY_HANG_INFO=1"}},
+		{Name: "crashy", Cmd: []string{crashyBin}},
+	}, Options{DescribeTimeout: 500 * time.Millisecond, ValidateTimeout: 500 * time.Millisecond})
+	started := time.Now()
+	require.NoError(t, h.Start(t.Context()))
+	t.Cleanup(h.Stop)
+	require.Less(t, time.Since(started), 20*time.Second)
+	require.Equal(t, []cluster.PluginInfo{{Name: "crashy", Version: "0.0.1"}}, h.Handlers())
+	st := h.Status()
+	require.Len(t, st, 2)
+	require.Equal(t, "hangs", st[1].Name)
+	require.Equal(t, cluster.PluginRefused, st[1].State)
+	require.Equal(t, cluster.PluginReasonDescribeFailed, st[1].Reason)
+	require.Contains(t, st[1].Message, "no answer to Info within 500ms")
+
+	begin := time.Now()
+	err := h.Validate(t.Context(), "crashy", json.RawMessage(`{"mode":"hang"}`))
+	require.ErrorContains(t, err, `plugin "crashy" did not answer Validate within 500ms`)
+	require.Less(t, time.Since(begin), 5*time.Second)
+	require.NoError(t, h.Validate(t.Context(), "crashy", json.RawMessage(`{"mode":"ok"}`)))
 }

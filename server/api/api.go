@@ -191,6 +191,7 @@ func (s *server) routes() *mux.Router {
 	r.Handle(v1+"/runs/{id:[0-9]+}", s.user(MaxBodyBytes, s.getRun)).Methods(http.MethodGet)
 	r.Handle(v1+"/runs", s.user(MaxBodyBytes, s.listAllRuns)).Methods(http.MethodGet)
 	r.Handle(v1+"/nodes", s.user(MaxBodyBytes, s.listNodes)).Methods(http.MethodGet)
+	r.Handle(v1+"/nodes/{uuid}", s.user(MaxBodyBytes, s.getNode)).Methods(http.MethodGet)
 
 	// Route groups kept in their own files.
 	s.scheduleRoutes(r, v1)   // schedules.go: schedule preview

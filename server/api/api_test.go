@@ -288,6 +288,7 @@ func TestLoginAndTokens(t *testing.T) {
 		{http.MethodGet, "/api/v1/jobs/1/runs"},
 		{http.MethodGet, "/api/v1/runs/1"},
 		{http.MethodGet, "/api/v1/nodes"},
+		{http.MethodGet, "/api/v1/nodes/n1"},
 	} {
 		b.errorOf(r.method, r.path, "", nil, http.StatusUnauthorized)
 		b.errorOf(r.method, r.path, "not-a-token", nil, http.StatusUnauthorized)
@@ -759,7 +760,8 @@ func TestNodes(t *testing.T) {
 	require.Equal(t, api.Node{
 		UUID: "n1", Group: "default", Address: "127.0.0.11:1", Status: "online",
 		Plugins: []api.Plugin{{Name: "shell", Version: "1.0.0"}}, Version: "1.2.3",
-		Started: api.Time{Time: time.Date(2026, 1, 2, 3, 4, 5, 600_000_000, time.UTC)},
+		Started:      api.Time{Time: time.Date(2026, 1, 2, 3, 4, 5, 600_000_000, time.UTC)},
+		PluginStatus: []api.PluginStatus{},
 	}, n1)
 	require.Equal(t, "n2", nodes.Items[1].UUID)
 	require.Equal(t, "127.0.0.12:2", nodes.Items[1].Address)
@@ -767,4 +769,31 @@ func TestNodes(t *testing.T) {
 	status, raw := b.do(http.MethodGet, "/api/v1/nodes", b.token, nil)
 	require.Equal(t, http.StatusOK, status)
 	require.Contains(t, string(raw), `"started":"2026-01-02T03:04:05.600Z"`)
+}
+
+func TestGetNodeShowsRefusedPlugins(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	retry := time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC)
+	putNode(t, b.etcd, b.keys, cluster.NodeInfo{UUID: "n3", Group: "web", IP: "127.0.0.13", Port: 3, Status: "online",
+		Plugins: []cluster.PluginInfo{{Name: "notify", Version: "1.0.0"}},
+		PluginStatus: []cluster.PluginStatus{
+			{Name: "copy", Path: "/p/cronix-plugin-copy", Handler: "copy", State: cluster.PluginRefused,
+				Reason: cluster.PluginReasonHandlerNotPinned, Message: `it serves handler "notify" but its checksum entry pins it to handler "copy" only`},
+			{Name: "flaky", Handler: "flaky", State: cluster.PluginBackoff, Reason: cluster.PluginReasonCrashLoop,
+				Message: "crash loop", Restarts: 3, RetryAt: &retry},
+			{Name: "notify", Handler: "notify", Version: "1.0.0", Protocol: 2, State: cluster.PluginLoaded},
+		}})
+
+	var n api.Node
+	b.doJSON(http.MethodGet, "/api/v1/nodes/n3", b.token, nil, http.StatusOK, &n)
+	require.Equal(t, "n3", n.UUID)
+	require.Equal(t, []api.PluginStatus{
+		{Name: "copy", Path: "/p/cronix-plugin-copy", Handler: "copy", State: "refused", Reason: "handler_not_pinned",
+			Message: `it serves handler "notify" but its checksum entry pins it to handler "copy" only`},
+		{Name: "flaky", Handler: "flaky", State: "backoff", Reason: "crash_loop", Message: "crash loop", Restarts: 3,
+			RetryAt: &api.Time{Time: retry}},
+		{Name: "notify", Handler: "notify", Version: "1.0.0", Protocol: 2, State: "loaded"},
+	}, n.PluginStatus)
+	b.errorOf(http.MethodGet, "/api/v1/nodes/nope", b.token, nil, http.StatusNotFound)
 }

@@ -243,6 +243,23 @@ type Node struct {
 	Plugins []Plugin `json:"plugins"`
 	Version string   `json:"version"`
 	Started Time     `json:"started"`
+	// PluginStatus is every plugin the node saw, refused ones with the
+	// reason.
+	PluginStatus []PluginStatus `json:"plugin_status"`
+}
+
+// PluginStatus is the state of one plugin on a node (cluster.PluginStatus).
+type PluginStatus struct {
+	Name     string `json:"name"`
+	Path     string `json:"path,omitempty"`
+	Handler  string `json:"handler,omitempty"`
+	Version  string `json:"version,omitempty"`
+	Protocol int    `json:"protocol,omitempty"`
+	State    string `json:"state"`
+	Reason   string `json:"reason,omitempty"`
+	Message  string `json:"message,omitempty"`
+	Restarts int    `json:"restarts"`
+	RetryAt  *Time  `json:"retry_at,omitempty"`
 }
 
 func nodeFromCluster(n cluster.NodeInfo) Node {
@@ -250,14 +267,24 @@ func nodeFromCluster(n cluster.NodeInfo) Node {
 	for _, p := range n.Plugins {
 		plugins = append(plugins, Plugin{Name: p.Name, Version: p.Version})
 	}
+	status := make([]PluginStatus, 0, len(n.PluginStatus))
+	for _, p := range n.PluginStatus {
+		st := PluginStatus{Name: p.Name, Path: p.Path, Handler: p.Handler, Version: p.Version, Protocol: p.Protocol,
+			State: p.State, Reason: p.Reason, Message: p.Message, Restarts: p.Restarts}
+		if p.RetryAt != nil {
+			st.RetryAt = &Time{*p.RetryAt}
+		}
+		status = append(status, st)
+	}
 	return Node{
-		UUID:    n.UUID,
-		Group:   n.Group,
-		Address: n.Address(),
-		Status:  n.Status,
-		Plugins: plugins,
-		Version: n.Version,
-		Started: Time{n.Started},
+		PluginStatus: status,
+		UUID:         n.UUID,
+		Group:        n.Group,
+		Address:      n.Address(),
+		Status:       n.Status,
+		Plugins:      plugins,
+		Version:      n.Version,
+		Started:      Time{n.Started},
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/gorilla/mux"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
@@ -46,5 +48,27 @@ func (s *server) listNodes(w http.ResponseWriter, r *http.Request) error {
 		out.Items = append(out.Items, nodeFromCluster(n))
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// getNode handles GET /api/v1/nodes/{uuid}: one live node with the state
+// of its plugins (refused ones with the reason).
+func (s *server) getNode(w http.ResponseWriter, r *http.Request) error {
+	uuid := mux.Vars(r)["uuid"]
+	resp, err := s.etcd.Get(r.Context(), s.keys.Node(uuid))
+	if err != nil {
+		return fmt.Errorf("read node %s from etcd: %w", uuid, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return errNodeNotFound
+	}
+	var n cluster.NodeInfo
+	if err := json.Unmarshal(resp.Kvs[0].Value, &n); err != nil {
+		return fmt.Errorf("decode node %s: %w", uuid, err)
+	}
+	if n.UUID == "" {
+		n.UUID = uuid
+	}
+	writeJSON(w, http.StatusOK, nodeFromCluster(n))
 	return nil
 }

@@ -256,6 +256,9 @@ type OnceRequest struct {
 	Node        string    `json:"node"`
 	RequestedAt time.Time `json:"requested_at"`
 	RequestedBy string    `json:"requested_by,omitempty"`
+	// Params, when set, replaces the job's params for this fire only (a JSON
+	// object, validated by the API against the handler's schema).
+	Params json.RawMessage `json:"params,omitempty"`
 }
 
 // ProcInfo is the value of /Cronix/proc/<node>/<job_id>/<pid>.

@@ -385,6 +385,23 @@ func TestJobLifecycle(t *testing.T) {
 	v, _ = b.etcdValue(b.keys.Once(created.ID))
 	require.NoError(t, json.Unmarshal([]byte(v), &once))
 	require.Equal(t, "n1", once.Node)
+	require.Empty(t, once.Params, "no override: the job's params")
+
+	// A params override travels in the once request, for this run only.
+	b.doJSON(http.MethodPost, path+"/trigger", b.token,
+		map[string]any{"params": map[string]any{"script": "echo override"}}, http.StatusAccepted, nil)
+	v, _ = b.etcdValue(b.keys.Once(created.ID))
+	once = cluster.OnceRequest{}
+	require.NoError(t, json.Unmarshal([]byte(v), &once))
+	require.JSONEq(t, `{"script":"echo override"}`, string(once.Params))
+	b.doJSON(http.MethodGet, path, b.token, nil, http.StatusOK, &got)
+	require.Equal(t, int64(2), got.Revision, "an override does not change the job")
+	for _, bad := range []any{[]int{1}, "x", 3} {
+		e := b.errorOf(http.MethodPost, path+"/trigger", b.token, map[string]any{"params": bad}, http.StatusBadRequest)
+		require.Equal(t, "params must be a JSON object", e.Fields["params"])
+	}
+	after, _ := b.etcdValue(b.keys.Once(created.ID))
+	require.Equal(t, v, after, "a rejected override writes nothing")
 
 	status, raw = b.do(http.MethodDelete, path, b.token, nil)
 	require.Equal(t, http.StatusNoContent, status)

@@ -221,6 +221,9 @@ type List[T any] struct {
 type TriggerRequest struct {
 	// Node is the uuid of the node to run on; "" uses the job's routing.
 	Node string `json:"node"`
+	// Params replaces the job's params for this run only: a JSON object,
+	// checked like a job's params (size, the handler's schema).
+	Params json.RawMessage `json:"params,omitempty"`
 }
 
 // StatusResponse is a bare {"status": "..."} reply.

@@ -433,16 +433,22 @@ func (s *server) triggerJob(w http.ResponseWriter, r *http.Request) error {
 		return public(err, "job %d not found", id)
 	}
 	req.Node = strings.TrimSpace(req.Node)
-	if req.Node != "" {
-		nodes, err := s.liveNodes(ctx)
-		if err != nil {
+	var nodes []cluster.NodeInfo
+	if req.Node != "" || len(req.Params) > 0 {
+		if nodes, err = s.liveNodes(ctx); err != nil {
 			return err
 		}
+	}
+	if req.Node != "" {
 		if err := checkTarget(nodes, req.Node, j); err != nil {
 			return err
 		}
 	}
-	once := cluster.OnceRequest{Node: req.Node, RequestedAt: s.now().UTC()}
+	params, err := s.triggerParams(ctx, nodes, j, req.Params)
+	if err != nil {
+		return err
+	}
+	once := cluster.OnceRequest{Node: req.Node, RequestedAt: s.now().UTC(), Params: params}
 	if u := userFrom(ctx); u != nil {
 		once.RequestedBy = u.Username
 	}
@@ -451,6 +457,37 @@ func (s *server) triggerJob(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusAccepted, StatusResponse{Status: "accepted"})
 	return nil
+}
+
+// triggerParams checks a trigger's params override like a job's params: a
+// JSON object of at most MaxParamsBytes matching the handler's schema. It
+// returns the compacted params, or nil when there is no override.
+func (s *server) triggerParams(ctx context.Context, nodes []cluster.NodeInfo, j *store.Job, raw json.RawMessage) (json.RawMessage, error) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return nil, nil
+	}
+	invalid := func(msg string) error {
+		return &ValidationError{Message: "invalid trigger", Fields: map[string]string{"params": msg}}
+	}
+	if trimmed[0] != '{' {
+		return nil, invalid("params must be a JSON object")
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, trimmed); err != nil {
+		return nil, invalid("params is not valid JSON")
+	}
+	if buf.Len() > MaxParamsBytes {
+		return nil, invalid(fmt.Sprintf("params exceed %d KiB", MaxParamsBytes>>10))
+	}
+	msg, err := s.checkParamsSchema(ctx, nodes, j.Group, j.Handler, buf.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	if msg != "" {
+		return nil, invalid(msg)
+	}
+	return buf.Bytes(), nil
 }
 
 // checkTarget verifies that node is live, in the job's group, and offers its handler.

@@ -271,6 +271,17 @@ func TestOnceRequest(t *testing.T) {
 	require.True(t, d.ScheduledAt.Equal(t0))
 	require.Zero(t, h.cursors.applies.Load(), "manual fires do not move cursors")
 
+	// A params override replaces the job's params in this fire's dispatch only.
+	put, err = h.cli.Put(ctx, h.keys.Once(1), `{"node":"n1","params":{"argv":["echo","override"]}}`)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return h.get(h.keys.Once(1)) == nil }, 10*time.Second, 5*time.Millisecond)
+	runs, _, _ = h.store.snapshot()
+	ro := runs[cluster.ManualFireID(1, put.Header.Revision)]
+	var od cluster.Dispatch
+	require.NoError(t, json.Unmarshal(h.get(h.keys.Run(ro.Node, ro.FireID)), &od))
+	require.JSONEq(t, `{"argv":["echo","override"]}`, string(od.Job.Params))
+	require.NotEqual(t, string(od.Job.Params), string(d.Job.Params), "the scheduled config keeps the job's params")
+
 	// A request naming a node that is not live fails the run, visibly.
 	put, err = h.cli.Put(ctx, h.keys.Once(1), `{"node":"gone"}`)
 	require.NoError(t, err)
@@ -279,7 +290,7 @@ func TestOnceRequest(t *testing.T) {
 	r := runs[cluster.ManualFireID(1, put.Header.Revision)]
 	require.Equal(t, cluster.StatusFailed, r.Status)
 	require.Contains(t, r.Message, "gone is not live")
-	require.Equal(t, int64(2), h.count(h.keys.RunPrefix("n1"))+h.count(h.keys.RunPrefix("n2")))
+	require.Equal(t, int64(3), h.count(h.keys.RunPrefix("n1"))+h.count(h.keys.RunPrefix("n2")))
 }
 
 func TestNoEligibleNodeFailsRun(t *testing.T) {

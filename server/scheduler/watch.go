@@ -203,11 +203,18 @@ func (l *loop) onceRequest(ctx context.Context, kv *mvccpb.KeyValue) error {
 	}
 	now := l.clock.Now()
 	fs := l.newFires(j, now, cluster.ManualFireID(id, kv.ModRevision), req.Node, now)
+	if len(req.Params) > 0 {
+		for _, f := range fs {
+			if f.item != nil {
+				f.item.Dispatch.Job.Params = req.Params // this fire only; the job keeps its params
+			}
+		}
+	}
 	fs[len(fs)-1].once = &onceKey{key, kv.ModRevision} // deleted once every fire committed
 	l.pending = append(l.pending, fs...)
 	l.onceSeen[key] = kv.ModRevision
 	l.log.Info("manual fire", "job_id", id, "fire_id", fs[0].run.FireID, "node", fs[0].run.Node,
-		"targets", len(fs), "requested_by", req.RequestedBy)
+		"targets", len(fs), "requested_by", req.RequestedBy, "params_override", len(req.Params) > 0)
 	return nil
 }
 

@@ -406,9 +406,18 @@ var builtins = map[string]func() pluginapi.Handler{
 	httpplugin.Name: httpplugin.New,
 }
 
-func runPlugin(args []string) error {
+func runPlugin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) >= 1 {
+		switch args[0] {
+		case "verify":
+			return runPluginVerify(ctx, args[1:], stdout, stderr)
+		case "list":
+			return runPluginList(ctx, args[1:], stdout, stderr)
+		}
+	}
 	if len(args) != 1 {
-		return fmt.Errorf("usage: cronix plugin NAME (one of %s)", strings.Join(builtinNames(), ", "))
+		return fmt.Errorf("usage: cronix plugin NAME (one of %s) | verify FILE | list --plugin-dir DIR",
+			strings.Join(builtinNames(), ", "))
 	}
 	h, ok := builtins[args[0]]
 	if !ok {

@@ -7,6 +7,8 @@
 //	cronix node         a node agent that runs jobs through handler plugins
 //	cronix etcd         a single-member embedded etcd (development, make run-ha)
 //	cronix plugin NAME  serve a built-in handler plugin (started by the node)
+//	cronix plugin verify FILE, cronix plugin list --plugin-dir DIR
+//	                    check a plugin binary; list a plugin dir as a node would load it
 //	cronix version      print the version
 package main
 
@@ -33,6 +35,8 @@ Commands:
   node         run a node agent that executes jobs through handler plugins
   etcd         run a single-member embedded etcd (development and make run-ha only)
   plugin NAME  serve a built-in handler plugin (the node starts these itself)
+  plugin verify FILE          check a plugin binary: handshake, handlers, schema; print its checksum entry
+  plugin list --plugin-dir DIR  every plugin in DIR and whether a node would load it
   version      print the version
   docs configuration   print the configuration reference (Markdown)
 
@@ -63,7 +67,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	case "etcd":
 		err = runEtcd(ctx, rest, getenv, stdout, stderr)
 	case "plugin":
-		err = runPlugin(rest)
+		err = runPlugin(ctx, rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "cronix", buildinfo.String())
 	case "docs":

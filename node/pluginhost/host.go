@@ -49,6 +49,9 @@ const (
 
 // Options tune a Host; the zero value means the defaults.
 type Options struct {
+	// StartTimeout bounds a plugin's start: process up and go-plugin
+	// handshake done. Default 30 s.
+	StartTimeout time.Duration
 	// DescribeTimeout bounds the Info (Describe) call that completes a
 	// plugin's start; a plugin that hangs there is refused. Default 10 s.
 	DescribeTimeout time.Duration
@@ -70,6 +73,7 @@ func (o Options) withDefaults() Options {
 			*d = v
 		}
 	}
+	def(&o.StartTimeout, startTimeout)
 	def(&o.DescribeTimeout, defaultDescribeTimeout)
 	def(&o.ValidateTimeout, defaultValidateTimeout)
 	def(&o.CrashWindow, defaultCrashWindow)
@@ -509,7 +513,7 @@ func (m *managed) launchLocked(ctx context.Context) error {
 		cfg.SkipHostEnv = true
 	}
 	cfg.Logger = hclogslog.New(m.logger, "")
-	cfg.StartTimeout = startTimeout
+	cfg.StartTimeout = m.opts.StartTimeout
 	stderr := &tailWriter{}
 	cfg.Stderr = stderr
 	if m.checksum != nil {
@@ -527,7 +531,7 @@ func (m *managed) launchLocked(ctx context.Context) error {
 			return refuse(cluster.PluginReasonChecksumMismatch,
 				fmt.Errorf("checksum of %s does not match the configured SHA-256: %w", m.spec.Cmd[0], err))
 		}
-		return refuse(cluster.PluginReasonHandshakeFailed, fmt.Errorf("starting %s: %w", m.spec.Cmd[0], err))
+		return refuse(cluster.PluginReasonHandshakeFailed, fmt.Errorf("starting %s: %w", m.spec.Cmd[0], handshakeError(err)))
 	}
 	infoCtx, cancel := context.WithTimeoutCause(ctx, m.opts.DescribeTimeout,
 		fmt.Errorf("no answer to Info within %s", m.opts.DescribeTimeout))
@@ -735,6 +739,19 @@ func (w *tailWriter) panicLine() string {
 		}
 	}
 	return ""
+}
+
+// handshakeError shortens go-plugin's multi-line start errors to their
+// first line and says what a missing handshake line means.
+func handshakeError(err error) error {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	if strings.Contains(msg, "Unrecognized remote plugin message") {
+		return errors.New("not a Cronix plugin: it printed no go-plugin handshake line on its stdout")
+	}
+	if msg != err.Error() {
+		return errors.New(strings.TrimSpace(msg))
+	}
+	return err
 }
 
 // pid is the plugin process's pid, 0 if unknown.

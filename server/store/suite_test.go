@@ -28,6 +28,7 @@ func runSuite(t *testing.T, newDSN func(t *testing.T) string) {
 	runVersionSuite(t, newDSN)
 	runNameSuite(t, newDSN)
 	runRecoverySuite(t, open)
+	runAlertSuite(t, open)
 
 	t.Run("Migrations", func(t *testing.T) {
 		t.Parallel()

@@ -1,0 +1,481 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/cronix/cronix/cluster"
+)
+
+// Delivery statuses of an AlertDelivery.
+const (
+	DeliveryPending = "pending" // not sent yet; sent when due
+	DeliverySent    = "sent"    // the channel accepted it
+	DeliveryFailed  = "failed"  // every attempt failed; no more attempts
+)
+
+// AlertEvent is one alert event in the outbox, unique by DedupeKey.
+type AlertEvent struct {
+	ID        int64
+	DedupeKey string
+	Kind      string
+	JobID     int64 // 0 for events about no job (cluster.no_leader)
+	JobName   string
+	Group     string
+	RunID     int64
+	FireID    string
+	Node      string
+	RunStatus string
+	ExitCode  *int
+	Message   string
+	// OutputTail is the end of the run's output.
+	OutputTail string
+	// Link points at the run (or job) in the web admin.
+	Link       string
+	OccurredAt time.Time
+	// Suppressed events are recorded, never delivered (throttled or inside
+	// a failure episode); SuppressedReason says why.
+	Suppressed       bool
+	SuppressedReason string
+	// SuppressedCount is how many suppressed events of the job preceded this
+	// one since the job's previous delivered event.
+	SuppressedCount int
+	CreatedAt       time.Time
+	// Deliveries are filled by GetAlertEvent and FindAlertEvents.
+	Deliveries []AlertDelivery
+}
+
+// AlertDelivery is an event's delivery to one channel target.
+type AlertDelivery struct {
+	ID      int64
+	EventID int64
+	Channel string // "email" or "webhook"
+	// Target names the target: "email", or the webhook's name.
+	Target string
+	// Recipients are the e-mail addresses (email channel only).
+	Recipients    []string
+	Status        string // Delivery*
+	Attempts      int
+	LastError     string
+	NextAttemptAt time.Time
+	SentAt        *time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// AlertEventFilter selects alert events; zero fields match every event.
+type AlertEventFilter struct {
+	Kind  string
+	JobID int64
+	// Status matches events having a delivery in that status.
+	Status string
+	// Suppressed, when set, matches events by their suppressed flag.
+	Suppressed *bool
+}
+
+type alertEventRow struct {
+	bun.BaseModel `bun:"table:alert_events,alias:ae"`
+
+	ID               int64     `bun:"id,pk,autoincrement"`
+	DedupeKey        string    `bun:"dedupe_key,notnull"`
+	Kind             string    `bun:"kind,notnull"`
+	JobID            int64     `bun:"job_id,notnull"`
+	JobName          string    `bun:"job_name,notnull"`
+	GroupName        string    `bun:"group_name,notnull"`
+	RunID            int64     `bun:"run_id,notnull"`
+	FireID           string    `bun:"fire_id,notnull"`
+	Node             string    `bun:"node,notnull"`
+	RunStatus        string    `bun:"run_status,notnull"`
+	ExitCode         *int      `bun:"exit_code"`
+	Message          string    `bun:"message,notnull"`
+	OutputTail       string    `bun:"output_tail,notnull"`
+	Link             string    `bun:"link,notnull"`
+	OccurredAt       time.Time `bun:"occurred_at,notnull"`
+	Suppressed       bool      `bun:"suppressed,notnull"`
+	SuppressedReason string    `bun:"suppressed_reason,notnull"`
+	SuppressedCount  int       `bun:"suppressed_count,notnull"`
+	CreatedAt        time.Time `bun:"created_at,notnull"`
+}
+
+type alertDeliveryRow struct {
+	bun.BaseModel `bun:"table:alert_deliveries,alias:ad"`
+
+	ID            int64      `bun:"id,pk,autoincrement"`
+	EventID       int64      `bun:"event_id,notnull"`
+	Channel       string     `bun:"channel,notnull"`
+	Target        string     `bun:"target,notnull"`
+	Recipients    string     `bun:"recipients,notnull"` // comma-separated
+	Status        string     `bun:"status,notnull"`
+	Attempts      int        `bun:"attempts,notnull"`
+	LastError     string     `bun:"last_error,notnull"`
+	NextAttemptAt time.Time  `bun:"next_attempt_at,notnull"`
+	ClaimedUntil  *time.Time `bun:"claimed_until"`
+	SentAt        *time.Time `bun:"sent_at"`
+	CreatedAt     time.Time  `bun:"created_at,notnull"`
+	UpdatedAt     time.Time  `bun:"updated_at,notnull"`
+}
+
+type settingRow struct {
+	bun.BaseModel `bun:"table:settings,alias:st"`
+
+	Name      string    `bun:"name,pk"`
+	Value     string    `bun:"value,notnull"`
+	UpdatedAt time.Time `bun:"updated_at,notnull"`
+	UpdatedBy string    `bun:"updated_by,notnull"`
+}
+
+// Text limits of alert events.
+const (
+	maxAlertOutputTail = 4 << 10
+	maxAlertError      = 2 << 10
+)
+
+func (r *alertEventRow) domain() AlertEvent {
+	return AlertEvent{
+		ID: r.ID, DedupeKey: r.DedupeKey, Kind: r.Kind, JobID: r.JobID, JobName: r.JobName, Group: r.GroupName,
+		RunID: r.RunID, FireID: r.FireID, Node: r.Node, RunStatus: r.RunStatus, ExitCode: r.ExitCode,
+		Message: r.Message, OutputTail: r.OutputTail, Link: r.Link, OccurredAt: utc(r.OccurredAt),
+		Suppressed: r.Suppressed, SuppressedReason: r.SuppressedReason, SuppressedCount: r.SuppressedCount,
+		CreatedAt: utc(r.CreatedAt),
+	}
+}
+
+func (r *alertDeliveryRow) domain() AlertDelivery {
+	d := AlertDelivery{
+		ID: r.ID, EventID: r.EventID, Channel: r.Channel, Target: r.Target, Status: r.Status,
+		Attempts: r.Attempts, LastError: r.LastError, NextAttemptAt: utc(r.NextAttemptAt),
+		CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),
+	}
+	if r.Recipients != "" {
+		d.Recipients = strings.Split(r.Recipients, ",")
+	}
+	if r.SentAt != nil {
+		t := utc(*r.SentAt)
+		d.SentAt = &t
+	}
+	return d
+}
+
+// InsertAlertEvent records ev and its deliveries in one transaction and
+// sets their ids. It returns false, writing nothing, when an event with
+// ev.DedupeKey exists already: that is how a re-raised event is dropped.
+func (s *Store) InsertAlertEvent(ctx context.Context, ev *AlertEvent, deliveries []AlertDelivery) (bool, error) {
+	if ev.DedupeKey == "" || ev.Kind == "" {
+		return false, errors.New("store: insert alert event: dedupe key and kind are required")
+	}
+	t := now()
+	msg, _ := cleanText(ev.Message, maxMessageBytes)
+	tail, _ := cleanText(ev.OutputTail, maxAlertOutputTail)
+	row := alertEventRow{
+		DedupeKey: ev.DedupeKey, Kind: ev.Kind, JobID: ev.JobID, JobName: ev.JobName, GroupName: ev.Group,
+		RunID: ev.RunID, FireID: ev.FireID, Node: ev.Node, RunStatus: ev.RunStatus, ExitCode: ev.ExitCode,
+		Message: msg, OutputTail: tail, Link: ev.Link, OccurredAt: utc(ev.OccurredAt),
+		Suppressed: ev.Suppressed, SuppressedReason: ev.SuppressedReason, SuppressedCount: ev.SuppressedCount,
+		CreatedAt: t,
+	}
+	if row.OccurredAt.IsZero() {
+		row.OccurredAt = t
+	}
+	rows := make([]alertDeliveryRow, len(deliveries))
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		exists, err := tx.NewSelect().Model((*alertEventRow)(nil)).Where("dedupe_key = ?", ev.DedupeKey).Exists(ctx)
+		if err != nil {
+			return err
+		}
+		if exists {
+			return errDuplicate
+		}
+		if _, err := tx.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
+			return err
+		}
+		if len(deliveries) == 0 {
+			return nil
+		}
+		for i, d := range deliveries {
+			next := utc(d.NextAttemptAt)
+			if next.IsZero() {
+				next = t
+			}
+			rows[i] = alertDeliveryRow{
+				EventID: row.ID, Channel: d.Channel, Target: d.Target, Recipients: strings.Join(d.Recipients, ","),
+				Status: DeliveryPending, NextAttemptAt: next, CreatedAt: t, UpdatedAt: t,
+			}
+		}
+		_, err = tx.NewInsert().Model(&rows).Returning("id").Exec(ctx)
+		return err
+	})
+	if errors.Is(err, errDuplicate) || (err != nil && isUniqueViolation(err)) {
+		return false, nil
+	}
+	if err != nil {
+		return false, wrap(err, "insert alert event %q", ev.DedupeKey)
+	}
+	*ev = row.domain()
+	ev.Deliveries = make([]AlertDelivery, len(rows))
+	for i := range rows {
+		ev.Deliveries[i] = rows[i].domain()
+	}
+	return true, nil
+}
+
+// errDuplicate ends InsertAlertEvent's transaction when the key exists.
+var errDuplicate = errors.New("duplicate alert event")
+
+// LatestAlertEvent returns the job's latest event (by id) of one of kinds,
+// suppressed or not, or ErrNotFound.
+func (s *Store) LatestAlertEvent(ctx context.Context, jobID int64, kinds []string) (*AlertEvent, error) {
+	var row alertEventRow
+	err := s.db.NewSelect().Model(&row).Where("ae.job_id = ?", jobID).Where("ae.kind IN (?)", bun.List(kinds)).
+		OrderExpr("ae.id DESC").Limit(1).Scan(ctx)
+	if err != nil {
+		return nil, wrap(err, "latest alert event of job %d", jobID)
+	}
+	ev := row.domain()
+	return &ev, nil
+}
+
+// LatestDeliveredAlertEvent returns the job's latest event of kind that was
+// not suppressed, or ErrNotFound.
+func (s *Store) LatestDeliveredAlertEvent(ctx context.Context, jobID int64, kind string) (*AlertEvent, error) {
+	var row alertEventRow
+	err := s.db.NewSelect().Model(&row).Where("ae.job_id = ?", jobID).Where("ae.kind = ?", kind).
+		Where("ae.suppressed = ?", false).OrderExpr("ae.id DESC").Limit(1).Scan(ctx)
+	if err != nil {
+		return nil, wrap(err, "latest delivered %s event of job %d", kind, jobID)
+	}
+	ev := row.domain()
+	return &ev, nil
+}
+
+// CountSuppressedAlertEvents counts the job's suppressed events recorded
+// after its latest event that was not suppressed (all of them if none).
+func (s *Store) CountSuppressedAlertEvents(ctx context.Context, jobID int64) (int, error) {
+	var lastID int64
+	err := s.db.NewSelect().Model((*alertEventRow)(nil)).ColumnExpr("COALESCE(MAX(ae.id), 0)").
+		Where("ae.job_id = ?", jobID).Where("ae.suppressed = ?", false).Scan(ctx, &lastID)
+	if err != nil {
+		return 0, wrap(err, "last delivered alert event of job %d", jobID)
+	}
+	n, err := s.db.NewSelect().Model((*alertEventRow)(nil)).
+		Where("ae.job_id = ?", jobID).Where("ae.suppressed = ?", true).Where("ae.id > ?", lastID).Count(ctx)
+	if err != nil {
+		return 0, wrap(err, "count suppressed alert events of job %d", jobID)
+	}
+	return int(n), nil
+}
+
+// DueAlertDeliveries returns up to limit pending deliveries whose next
+// attempt is due at now and that no replica holds a claim on, oldest first.
+func (s *Store) DueAlertDeliveries(ctx context.Context, now time.Time, limit int) ([]AlertDelivery, error) {
+	var rows []alertDeliveryRow
+	err := s.db.NewSelect().Model(&rows).
+		Where("ad.status = ?", DeliveryPending).
+		Where("ad.next_attempt_at <= ?", utc(now)).
+		Where("(ad.claimed_until IS NULL OR ad.claimed_until < ?)", utc(now)).
+		OrderExpr("ad.next_attempt_at ASC, ad.id ASC").Limit(int64(limit)).Scan(ctx)
+	if err != nil {
+		return nil, wrap(err, "list due alert deliveries")
+	}
+	out := make([]AlertDelivery, len(rows))
+	for i := range rows {
+		out[i] = rows[i].domain()
+	}
+	return out, nil
+}
+
+// ClaimAlertDelivery claims a pending delivery until the given time unless
+// another claim on it is still valid at now. Only the holder of the claim
+// sends it; a claim that outlives its holder (a crash) expires.
+func (s *Store) ClaimAlertDelivery(ctx context.Context, id int64, now, until time.Time) (bool, error) {
+	res, err := s.db.NewUpdate().Model((*alertDeliveryRow)(nil)).
+		Set("claimed_until = ?", utc(until)).
+		Where("id = ?", id).
+		Where("status = ?", DeliveryPending).
+		Where("(claimed_until IS NULL OR claimed_until < ?)", utc(now)).
+		Exec(ctx)
+	if err != nil {
+		return false, wrap(err, "claim alert delivery %d", id)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, wrap(err, "claim alert delivery %d: rows affected", id)
+	}
+	return n == 1, nil
+}
+
+// AlertAttempt is the outcome of one delivery attempt.
+type AlertAttempt struct {
+	// Err is what failed ("" = sent).
+	Err string
+	// Final: no more attempts (the delivery becomes failed when Err is set).
+	Final bool
+	// NextAttemptAt is when to try again after a failure that is not final.
+	NextAttemptAt time.Time
+}
+
+// RecordAlertAttempt records an attempt of a delivery and releases its claim.
+func (s *Store) RecordAlertAttempt(ctx context.Context, id int64, a AlertAttempt) error {
+	t := now()
+	q := s.db.NewUpdate().Model((*alertDeliveryRow)(nil)).
+		Set("attempts = attempts + 1").
+		Set("claimed_until = NULL").
+		Set("updated_at = ?", t).
+		Where("id = ?", id).
+		Where("status = ?", DeliveryPending)
+	if a.Err == "" {
+		q = q.Set("status = ?", DeliverySent).Set("sent_at = ?", t).Set("last_error = ''")
+	} else {
+		msg, _ := cleanText(a.Err, maxAlertError)
+		q = q.Set("last_error = ?", msg)
+		if a.Final {
+			q = q.Set("status = ?", DeliveryFailed)
+		} else {
+			q = q.Set("next_attempt_at = ?", utc(a.NextAttemptAt))
+		}
+	}
+	if _, err := q.Exec(ctx); err != nil {
+		return wrap(err, "record attempt of alert delivery %d", id)
+	}
+	return nil
+}
+
+// GetAlertEvent returns an event with its deliveries, or ErrNotFound.
+func (s *Store) GetAlertEvent(ctx context.Context, id int64) (*AlertEvent, error) {
+	var row alertEventRow
+	if err := s.db.NewSelect().Model(&row).Where("ae.id = ?", id).Scan(ctx); err != nil {
+		return nil, wrap(err, "alert event %d", id)
+	}
+	evs := []AlertEvent{row.domain()}
+	if err := s.fillDeliveries(ctx, evs); err != nil {
+		return nil, err
+	}
+	return &evs[0], nil
+}
+
+// FindAlertEvents returns a page of the events f selects, newest first,
+// with their deliveries, and how many it selects in all.
+func (s *Store) FindAlertEvents(ctx context.Context, f AlertEventFilter, p Page) ([]AlertEvent, int, error) {
+	var rows []alertEventRow
+	q := s.db.NewSelect().Model(&rows)
+	if f.Kind != "" {
+		q = q.Where("ae.kind = ?", f.Kind)
+	}
+	if f.JobID != 0 {
+		q = q.Where("ae.job_id = ?", f.JobID)
+	}
+	if f.Suppressed != nil {
+		q = q.Where("ae.suppressed = ?", *f.Suppressed)
+	}
+	if f.Status != "" {
+		q = q.Where("EXISTS (SELECT 1 FROM alert_deliveries d WHERE d.event_id = ae.id AND d.status = ?)", f.Status)
+	}
+	total, err := q.OrderExpr("ae.id DESC").Limit(int64(p.PageSize)).Offset(int64(p.Offset())).ScanAndCount(ctx)
+	if err != nil {
+		return nil, 0, wrap(err, "list alert events")
+	}
+	out := make([]AlertEvent, len(rows))
+	for i := range rows {
+		out[i] = rows[i].domain()
+	}
+	if err := s.fillDeliveries(ctx, out); err != nil {
+		return nil, 0, err
+	}
+	return out, int(total), nil
+}
+
+// fillDeliveries loads the deliveries of evs.
+func (s *Store) fillDeliveries(ctx context.Context, evs []AlertEvent) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(evs))
+	at := make(map[int64]int, len(evs))
+	for i := range evs {
+		ids[i] = evs[i].ID
+		at[evs[i].ID] = i
+		evs[i].Deliveries = []AlertDelivery{}
+	}
+	var rows []alertDeliveryRow
+	if err := s.db.NewSelect().Model(&rows).Where("ad.event_id IN (?)", bun.List(ids)).
+		OrderExpr("ad.id ASC").Scan(ctx); err != nil {
+		return wrap(err, "list deliveries of %d alert events", len(ids))
+	}
+	for i := range rows {
+		ev := &evs[at[rows[i].EventID]]
+		ev.Deliveries = append(ev.Deliveries, rows[i].domain())
+	}
+	return nil
+}
+
+// GetSetting returns a setting's value, or ErrNotFound.
+func (s *Store) GetSetting(ctx context.Context, name string) (string, error) {
+	var row settingRow
+	if err := s.db.NewSelect().Model(&row).Where("st.name = ?", name).Scan(ctx); err != nil {
+		return "", wrap(err, "setting %q", name)
+	}
+	return row.Value, nil
+}
+
+// PutSetting creates or replaces a setting.
+func (s *Store) PutSetting(ctx context.Context, name, value, updatedBy string) error {
+	row := settingRow{Name: name, Value: value, UpdatedAt: now(), UpdatedBy: updatedBy}
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewUpdate().Model(&row).Column("value", "updated_at", "updated_by").WherePK().Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			return err
+		}
+		_, err = tx.NewInsert().Model(&row).Exec(ctx)
+		return err
+	})
+	return wrap(err, "put setting %q", name)
+}
+
+// TerminalRunsSince returns up to limit runs in a terminal status whose
+// last change (updated_at) is after since, or at since with an id above
+// afterID, and not after until; ordered by updated_at, then id. A terminal
+// run never changes again, so its updated_at is when it became terminal.
+// Output is not read (it is empty in the result): use RunByFireID.
+func (s *Store) TerminalRunsSince(ctx context.Context, since time.Time, afterID int64, until time.Time, limit int) ([]Run, error) {
+	var rows []runRow
+	err := s.db.NewSelect().Model(&rows).ExcludeColumn("output").
+		Where("(r.updated_at > ? OR (r.updated_at = ? AND r.id > ?))", utc(since), utc(since), afterID).
+		Where("r.updated_at <= ?", utc(until)).
+		Where("r.status IN (" + terminalList + ")").
+		OrderExpr("r.updated_at ASC, r.id ASC").Limit(int64(limit)).Scan(ctx)
+	if err != nil {
+		return nil, wrap(err, "list runs finished since %s", since.Format(time.RFC3339Nano))
+	}
+	out := make([]Run, len(rows))
+	for i := range rows {
+		out[i] = rows[i].domain()
+	}
+	return out, nil
+}
+
+// UndispatchedRunsBefore returns up to limit runs still triggered, never
+// dispatched, and scheduled before before, with an id above afterID, by id.
+func (s *Store) UndispatchedRunsBefore(ctx context.Context, before time.Time, afterID int64, limit int) ([]Run, error) {
+	var rows []runRow
+	err := s.db.NewSelect().Model(&rows).
+		Where("r.status = ?", cluster.StatusTriggered).
+		Where("r.dispatched_at IS NULL").
+		Where("r.scheduled_at < ?", utc(before)).
+		Where("r.id > ?", afterID).
+		OrderExpr("r.id ASC").Limit(int64(limit)).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: list undispatched runs: %w", err)
+	}
+	out := make([]Run, len(rows))
+	for i := range rows {
+		out[i] = rows[i].domain()
+	}
+	return out, nil
+}

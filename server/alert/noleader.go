@@ -1,0 +1,63 @@
+package alert
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// LeaderView is this replica's view of raft (satisfied by *raftha.Node).
+type LeaderView interface {
+	// LeaderID is the current leader's id, "" while there is none.
+	LeaderID() string
+	// Term is the current raft term.
+	Term() uint64
+}
+
+// WatchLeader raises cluster.no_leader when this replica has seen no raft
+// leader for longer than the NoLeaderAfter setting, checking every
+// interval, until ctx is done. Every replica runs it; replicas that last
+// saw the same leader in the same term raise the same key
+// ("cluster.no_leader:<leader>:<term>"), so the outbox keeps one event per
+// outage.
+func (s *Service) WatchLeader(ctx context.Context, view LeaderView, interval time.Duration, replicaID string) {
+	var (
+		lastLeader = ""
+		lastTerm   uint64
+		since      = s.cfg.Now()
+		raised     = false
+		started    = s.cfg.Now()
+	)
+	for sleep(ctx, interval) {
+		now := s.cfg.Now()
+		if id := view.LeaderID(); id != "" {
+			lastLeader, lastTerm, since, raised = id, view.Term(), now, false
+			continue
+		}
+		if raised {
+			continue
+		}
+		set, err := s.Settings(ctx)
+		if err != nil {
+			s.log.Warn("no-leader watch: reading settings failed", "err", err)
+			continue
+		}
+		gone := now.Sub(since)
+		if gone <= time.Duration(set.NoLeaderAfter) {
+			continue
+		}
+		key := "cluster.no_leader:" + lastLeader + ":" + strconv.FormatUint(lastTerm, 10)
+		if lastLeader == "" {
+			key = "cluster.no_leader:none:" + replicaID + ":" + strconv.FormatInt(started.Unix(), 10)
+		}
+		msg := fmt.Sprintf("replica %s has seen no raft leader for %s (last leader %q, term %d); nothing fires",
+			replicaID, gone.Round(time.Second), lastLeader, lastTerm)
+		if _, err := s.raise(ctx, Event{Kind: KindClusterNoLeader, Key: key, Message: msg, OccurredAt: since}, ""); err != nil {
+			s.log.Warn("no-leader watch: raising the alert failed; retrying", "err", err)
+			continue
+		}
+		s.log.Warn("no raft leader; alert raised", "for", gone.Round(time.Second), "key", key)
+		raised = true
+	}
+}

@@ -1,0 +1,308 @@
+package alert
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/server/store"
+)
+
+// scanBatch bounds the runs read per query.
+const scanBatch = 500
+
+// outputTailBytes is how much of a run's output an event carries.
+const outputTailBytes = 2 << 10
+
+// scanCursor is the scanner's position in the runs ordered by (updated_at, id).
+type scanCursor struct {
+	At time.Time `json:"at"`
+	ID int64     `json:"id"`
+}
+
+func (c scanCursor) before(at time.Time, id int64) bool {
+	return c.At.Before(at) || (c.At.Equal(at) && c.ID < id)
+}
+
+// jobState is what the scanner knows of a job's failure episode: whether
+// it is failing, and the run (by updated_at, id) that last changed that.
+type jobState struct {
+	failing bool
+	last    scanCursor
+}
+
+// scanner is the leader's state for one term.
+type scanner struct {
+	s      *Service
+	cursor scanCursor
+	jobs   map[int64]*jobState
+	seen   map[string]time.Time // fire id → updated_at of runs handled within the overlap
+	missed map[string]bool      // fire ids already raised as undispatched
+	undisp int64                // id cursor of the undispatched-runs query
+}
+
+// RunScanner raises run events while this replica leads: it reads the runs
+// that became terminal (in order of updated_at, from a cursor kept in SQL)
+// and fires that were never dispatched, and raises run.failed, run.timeout,
+// run.lost, schedule.missed and job.recovered. Start it when leadership is
+// gained and cancel ctx when it is lost; it returns when ctx is done.
+func (s *Service) RunScanner(ctx context.Context) {
+	sc := &scanner{s: s, jobs: map[int64]*jobState{}, seen: map[string]time.Time{}, missed: map[string]bool{}}
+	for ctx.Err() == nil {
+		err := sc.load(ctx)
+		if err == nil {
+			break
+		}
+		s.log.Warn("alert scanner: loading cursor failed; retrying", "err", err)
+		if !sleep(ctx, s.cfg.ScanInterval) {
+			return
+		}
+	}
+	for sleep(ctx, s.cfg.ScanInterval) {
+		if err := sc.pass(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("alert scanner pass failed; retrying", "err", err)
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// load reads the stored cursor and steps back Rescan, so that runs whose
+// events a crashed leader had not raised yet are read again (their events
+// are deduplicated by key). Without a cursor it starts at now: history is
+// not alerted.
+func (sc *scanner) load(ctx context.Context) error {
+	raw, err := sc.s.cfg.Store.GetSetting(ctx, settingScanCursor)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		sc.cursor = scanCursor{At: sc.s.cfg.Now().Add(-sc.s.cfg.Settle)}
+		return nil
+	case err != nil:
+		return fmt.Errorf("alert: read scan cursor: %w", err)
+	}
+	var c scanCursor
+	if err := json.Unmarshal([]byte(raw), &c); err != nil {
+		return fmt.Errorf("alert: decode scan cursor: %w", err)
+	}
+	sc.cursor = scanCursor{At: c.At.Add(-sc.s.cfg.Rescan)}
+	return nil
+}
+
+// pass reads the runs that became terminal since the cursor, less
+// Overlap, and raises the events of those not seen yet. The overlap covers
+// transactions that commit well after they stamped updated_at (a writer
+// queued on a lock); runs seen already are skipped by fire id.
+func (sc *scanner) pass(ctx context.Context) error {
+	set, err := sc.s.Settings(ctx)
+	if err != nil {
+		return err
+	}
+	now := sc.s.cfg.Now()
+	until := now.Add(-sc.s.cfg.Settle)
+	lo := sc.cursor.At.Add(-sc.s.cfg.Overlap)
+	page := scanCursor{At: lo}
+	latest := sc.cursor
+	for {
+		runs, err := sc.s.cfg.Store.TerminalRunsSince(ctx, page.At, page.ID, until, scanBatch)
+		if err != nil {
+			return err
+		}
+		for i := range runs {
+			r := &runs[i]
+			page = scanCursor{At: r.UpdatedAt, ID: r.ID}
+			if _, ok := sc.seen[r.FireID]; ok {
+				continue
+			}
+			if err := sc.run(ctx, set, r); err != nil {
+				return err
+			}
+			sc.seen[r.FireID] = r.UpdatedAt
+			if latest.before(r.UpdatedAt, r.ID) {
+				latest = page
+			}
+		}
+		if len(runs) < scanBatch {
+			break
+		}
+	}
+	for id, at := range sc.seen {
+		if at.Before(lo) {
+			delete(sc.seen, id)
+		}
+	}
+	if latest != sc.cursor {
+		sc.cursor = latest
+		raw, _ := json.Marshal(sc.cursor)
+		if err := sc.s.cfg.Store.PutSetting(ctx, settingScanCursor, string(raw), "alert-scanner"); err != nil {
+			return fmt.Errorf("alert: store scan cursor: %w", err)
+		}
+	}
+	return sc.undispatched(ctx, now.Add(-time.Duration(set.MissedThreshold)))
+}
+
+// undispatched raises schedule.missed for fires still not dispatched a
+// threshold after they were due.
+func (sc *scanner) undispatched(ctx context.Context, before time.Time) error {
+	for {
+		runs, err := sc.s.cfg.Store.UndispatchedRunsBefore(ctx, before, sc.undisp, scanBatch)
+		if err != nil {
+			return err
+		}
+		for _, r := range runs {
+			if sc.missed[r.FireID] {
+				continue
+			}
+			msg := fmt.Sprintf("fire due at %s was not dispatched within the threshold", r.ScheduledAt.UTC().Format(time.RFC3339))
+			if _, err := sc.s.raise(ctx, runEvent(KindScheduleMissed, &r, msg), ""); err != nil {
+				return err
+			}
+			sc.missed[r.FireID] = true
+		}
+		if len(runs) < scanBatch {
+			// Start from the beginning next time: runs below the cursor may
+			// still be undispatched, and raised ones are skipped above.
+			sc.undisp = 0
+			return nil
+		}
+		sc.undisp = runs[len(runs)-1].ID
+	}
+}
+
+// run raises the events of one terminal run.
+func (sc *scanner) run(ctx context.Context, set Settings, r *store.Run) error {
+	if r.DispatchedAt != nil && !r.ScheduledAt.IsZero() && r.Trigger == cluster.TriggerSchedule &&
+		r.DispatchedAt.Sub(r.ScheduledAt) > time.Duration(set.MissedThreshold) {
+		msg := fmt.Sprintf("fire due at %s was dispatched %s late", r.ScheduledAt.UTC().Format(time.RFC3339),
+			r.DispatchedAt.Sub(r.ScheduledAt).Round(time.Millisecond))
+		if _, err := sc.s.raise(ctx, runEvent(KindScheduleMissed, r, msg), ""); err != nil {
+			return err
+		}
+	}
+	var kind string
+	switch r.Status {
+	case cluster.StatusSuccess:
+		return sc.success(ctx, r)
+	case cluster.StatusSkipped:
+		kind = KindScheduleMissed
+	case cluster.StatusFailed:
+		kind = KindRunFailed
+		if r.Node == "" && r.DispatchedAt == nil {
+			kind = KindScheduleMissed // never dispatched: no node could take it
+		}
+	case cluster.StatusTimeout:
+		kind = KindRunTimeout
+	case cluster.StatusLost:
+		kind = KindRunLost
+	default:
+		return nil // killed: a person did it (run.killed is not raised yet)
+	}
+	if err := sc.fillOutput(ctx, r); err != nil {
+		return err
+	}
+	ev := runEvent(kind, r, r.Message)
+	if !isFailure(kind) {
+		_, err := sc.s.raise(ctx, ev, "")
+		return err
+	}
+	st, err := sc.state(ctx, r.JobID)
+	if err != nil {
+		return err
+	}
+	if !st.last.before(r.UpdatedAt, r.ID) {
+		return nil // older than what the episode state already accounts for
+	}
+	suppress := ""
+	if st.failing {
+		suppress = reasonEpisode
+	}
+	if _, err := sc.s.raise(ctx, ev, suppress); err != nil {
+		return err
+	}
+	st.failing, st.last = true, scanCursor{At: r.UpdatedAt, ID: r.ID}
+	return nil
+}
+
+// fillOutput reads the run's output, which TerminalRunsSince leaves out.
+func (sc *scanner) fillOutput(ctx context.Context, r *store.Run) error {
+	full, err := sc.s.cfg.Store.RunByFireID(ctx, r.FireID)
+	if err != nil {
+		return fmt.Errorf("alert: read run %s: %w", r.FireID, err)
+	}
+	r.Output = full.Output
+	return nil
+}
+
+// success raises job.recovered for the first success after failures.
+func (sc *scanner) success(ctx context.Context, r *store.Run) error {
+	st, err := sc.state(ctx, r.JobID)
+	if err != nil {
+		return err
+	}
+	if !st.failing || !st.last.before(r.UpdatedAt, r.ID) {
+		return nil
+	}
+	ev := runEvent(KindJobRecovered, r, "first success after a failure streak")
+	if _, err := sc.s.raise(ctx, ev, ""); err != nil {
+		return err
+	}
+	st.failing, st.last = false, scanCursor{At: r.UpdatedAt, ID: r.ID}
+	return nil
+}
+
+// state returns the job's episode state, read from its latest episode
+// event in the outbox the first time.
+func (sc *scanner) state(ctx context.Context, jobID int64) (*jobState, error) {
+	if st, ok := sc.jobs[jobID]; ok {
+		return st, nil
+	}
+	st := &jobState{}
+	last, err := sc.s.cfg.Store.LatestAlertEvent(ctx, jobID, append([]string{KindJobRecovered}, failureKinds...))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("alert: episode state of job %d: %w", jobID, err)
+	default:
+		st.failing = isFailure(last.Kind)
+		st.last = scanCursor{At: last.OccurredAt, ID: last.RunID}
+	}
+	sc.jobs[jobID] = st
+	return st, nil
+}
+
+// runEvent is the event of kind about run r; its key is kind:fire id. It
+// occurs when the run became terminal (updated_at), which orders episodes.
+func runEvent(kind string, r *store.Run, msg string) Event {
+	return Event{
+		Kind: kind, Key: kind + ":" + r.FireID, JobID: r.JobID, RunID: r.ID, FireID: r.FireID, Node: r.Node,
+		RunStatus: r.Status, ExitCode: r.ExitCode, Message: msg, OutputTail: tail(r.Output, outputTailBytes),
+		OccurredAt: r.UpdatedAt,
+	}
+}
+
+// tail is the last n bytes of s, starting at a line or rune boundary.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	if i := strings.IndexByte(s, '\n'); i >= 0 && i < len(s)-1 {
+		return s[i+1:]
+	}
+	for len(s) > 0 && s[0]&0xC0 == 0x80 {
+		s = s[1:]
+	}
+	return s
+}

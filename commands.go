@@ -27,6 +27,7 @@ import (
 	httpplugin "github.com/cronix/cronix/plugins/http"
 	"github.com/cronix/cronix/plugins/shell"
 	"github.com/cronix/cronix/server"
+	"github.com/cronix/cronix/server/alert"
 	"github.com/cronix/cronix/server/embedetcd"
 	"github.com/cronix/cronix/server/schedule"
 )
@@ -49,6 +50,7 @@ func defaultCommon() commonConfig {
 type standaloneConfig struct {
 	commonConfig
 	pluginConfig
+	alertConfig
 	// DataDir holds etcd, SQLite, raft and node state.
 	DataDir string `flag:"data-dir" env:"CRONIX_DATA_DIR" yaml:"data_dir" help:"directory for etcd, SQLite, raft and node data"`
 	// HTTPAddr is where the API and UI listen.
@@ -72,6 +74,7 @@ type standaloneConfig struct {
 // serverConfig configures "cronix server".
 type serverConfig struct {
 	commonConfig
+	alertConfig
 	ID             string   `flag:"id" env:"CRONIX_SERVER_ID" yaml:"id" help:"unique id of this replica (default: host:raft-port)"`
 	DataDir        string   `flag:"data-dir" env:"CRONIX_DATA_DIR" yaml:"data_dir" help:"directory for raft state"`
 	HTTPAddr       string   `flag:"http-addr" env:"CRONIX_HTTP_ADDR" yaml:"http_addr" help:"address of the REST API and web admin"`
@@ -110,6 +113,57 @@ type pluginConfig struct {
 	HTTPAllowLoopback bool `flag:"http-allow-loopback" env:"CRONIX_HTTP_ALLOW_LOOPBACK" yaml:"http_allow_loopback" help:"let the http handler connect to loopback addresses (127.0.0.0/8, ::1)"`
 	// HTTPAllowPrivate lets the http handler reach private addresses.
 	HTTPAllowPrivate bool `flag:"http-allow-private" env:"CRONIX_HTTP_ALLOW_PRIVATE" yaml:"http_allow_private" help:"let the http handler connect to private addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7)"`
+}
+
+// alertConfig configures alerting (in "cronix server" and "cronix
+// standalone"). Settings set here override those stored through
+// PUT /api/v1/settings/alerting (config as code).
+type alertConfig struct {
+	// AlertSMTPHost is the mail server; empty leaves SMTP to the stored settings.
+	AlertSMTPHost string `flag:"alert-smtp-host" env:"CRONIX_ALERT_SMTP_HOST" yaml:"alert_smtp_host" help:"SMTP server of alert e-mails (overrides the stored settings' smtp)"`
+	// AlertSMTPPort is its port (0 = by security: 587, 465 or 25).
+	AlertSMTPPort int `flag:"alert-smtp-port" env:"CRONIX_ALERT_SMTP_PORT" yaml:"alert_smtp_port" help:"SMTP port (0 = 587 for starttls, 465 for tls, 25 for none)"`
+	// AlertSMTPSecurity is starttls, tls or none.
+	AlertSMTPSecurity string `flag:"alert-smtp-security" env:"CRONIX_ALERT_SMTP_SECURITY" yaml:"alert_smtp_security" help:"SMTP connection security: starttls, tls or none"`
+	// AlertSMTPUsername authenticates to the SMTP server.
+	AlertSMTPUsername string `flag:"alert-smtp-username" env:"CRONIX_ALERT_SMTP_USERNAME" yaml:"alert_smtp_username" help:"SMTP user name (empty = no authentication)"`
+	// AlertSMTPPassword is the SMTP password (prefer the environment variable).
+	AlertSMTPPassword string `flag:"alert-smtp-password" env:"CRONIX_ALERT_SMTP_PASSWORD" yaml:"alert_smtp_password" help:"SMTP password (prefer the environment variable; never shown)"`
+	// AlertSMTPFrom is the sender address.
+	AlertSMTPFrom string `flag:"alert-smtp-from" env:"CRONIX_ALERT_SMTP_FROM" yaml:"alert_smtp_from" help:"sender address of alert e-mails"`
+	// AlertAdminEmails receive events about no job (cluster.no_leader, security).
+	AlertAdminEmails []string `flag:"alert-admin-emails" env:"CRONIX_ALERT_ADMIN_EMAILS" yaml:"alert_admin_emails" help:"comma-separated recipients of cluster-wide alerts (cluster.no_leader, security)"`
+	// AlertWebhookURL is a global webhook named "default".
+	AlertWebhookURL string `flag:"alert-webhook-url" env:"CRONIX_ALERT_WEBHOOK_URL" yaml:"alert_webhook_url" help:"URL of a global webhook named \"default\" receiving every alert (overrides the stored webhooks)"`
+	// AlertWebhookSecret signs its bodies.
+	AlertWebhookSecret string `flag:"alert-webhook-secret" env:"CRONIX_ALERT_WEBHOOK_SECRET" yaml:"alert_webhook_secret" help:"signing secret of --alert-webhook-url (Standard Webhooks; whsec_<base64> or any string)"`
+	// AlertThrottleWindow: at most one alert per job and kind in it.
+	AlertThrottleWindow time.Duration `flag:"alert-throttle-window" env:"CRONIX_ALERT_THROTTLE_WINDOW" yaml:"alert_throttle_window" help:"at most one alert per job and event kind in this window (0 = stored setting, default 10m)"`
+	// AlertMissedThreshold: a fire this late raises schedule.missed.
+	AlertMissedThreshold time.Duration `flag:"alert-missed-threshold" env:"CRONIX_ALERT_MISSED_THRESHOLD" yaml:"alert_missed_threshold" help:"a fire not dispatched this long after it was due raises schedule.missed (0 = stored setting, default 30s)"`
+	// AlertNoLeaderAfter: no raft leader this long raises cluster.no_leader.
+	AlertNoLeaderAfter time.Duration `flag:"alert-no-leader-after" env:"CRONIX_ALERT_NO_LEADER_AFTER" yaml:"alert_no_leader_after" help:"no raft leader for this long raises cluster.no_leader (0 = stored setting, default 30s)"`
+	// AlertRetryBase is the wait after a first failed delivery, doubled per attempt.
+	AlertRetryBase time.Duration `flag:"alert-retry-base" env:"CRONIX_ALERT_RETRY_BASE" yaml:"alert_retry_base" help:"wait after a failed alert delivery, doubled per attempt up to 10m (8 attempts)"`
+	// AlertWebhookAllowLoopback lets webhooks reach loopback addresses.
+	AlertWebhookAllowLoopback bool `flag:"alert-webhook-allow-loopback" env:"CRONIX_ALERT_WEBHOOK_ALLOW_LOOPBACK" yaml:"alert_webhook_allow_loopback" help:"let alert webhooks connect to loopback addresses (127.0.0.0/8, ::1)"`
+	// AlertWebhookAllowPrivate lets webhooks reach private addresses.
+	AlertWebhookAllowPrivate bool `flag:"alert-webhook-allow-private" env:"CRONIX_ALERT_WEBHOOK_ALLOW_PRIVATE" yaml:"alert_webhook_allow_private" help:"let alert webhooks connect to private addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7)"`
+}
+
+// alertServiceConfig maps the flags to the alert service's configuration.
+func (c alertConfig) alertServiceConfig() alert.Config {
+	f := alert.Settings{
+		SMTP: alert.SMTP{Host: c.AlertSMTPHost, Port: c.AlertSMTPPort, Security: c.AlertSMTPSecurity,
+			Username: c.AlertSMTPUsername, Password: c.AlertSMTPPassword, From: c.AlertSMTPFrom},
+		AdminEmails: c.AlertAdminEmails, ThrottleWindow: alert.Duration(c.AlertThrottleWindow),
+		MissedThreshold: alert.Duration(c.AlertMissedThreshold), NoLeaderAfter: alert.Duration(c.AlertNoLeaderAfter),
+	}
+	if c.AlertWebhookURL != "" {
+		f.Webhooks = []alert.Webhook{{Name: "default", URL: c.AlertWebhookURL, Secret: c.AlertWebhookSecret}}
+	}
+	return alert.Config{Flags: f, RetryBase: c.AlertRetryBase,
+		WebhookAllowLoopback: c.AlertWebhookAllowLoopback, WebhookAllowPrivate: c.AlertWebhookAllowPrivate}
 }
 
 // nodeConfig configures "cronix node".
@@ -226,7 +280,7 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 		DSN: "sqlite://" + filepath.Join(dataDir, "cronix.db"), Keys: keys,
 		RaftAddr: cfg.RaftAddr, RaftBootstrap: true, Location: loc, NodeToken: token,
 		AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"), DispatchMaxOps: embedetcd.DefaultMaxTxnOps,
-		Version: buildinfo.String(), Logger: log,
+		Version: buildinfo.String(), Logger: log, Alert: cfg.alertServiceConfig(),
 	}, cli)
 	if err != nil {
 		return err
@@ -295,6 +349,7 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 		DSN: cfg.DB, Keys: cluster.NewKeys(cfg.EtcdRoot), RaftAddr: cfg.RaftAddr, RaftBootstrap: cfg.RaftBootstrap,
 		RaftPeers: cfg.RaftPeers, Location: loc, NodeToken: cfg.NodeToken, AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"),
 		DispatchMaxOps: cfg.DispatchMaxOps, Version: buildinfo.String(), Logger: log,
+		Alert: cfg.alertServiceConfig(),
 	}, cli)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/server/alert"
 	"github.com/cronix/cronix/server/api"
 	"github.com/cronix/cronix/server/auth"
 	"github.com/cronix/cronix/server/compat"
@@ -61,6 +62,9 @@ type Config struct {
 	Version string
 	// Logger receives the replica's logs.
 	Logger *slog.Logger
+	// Alert configures alerting; Store, Logger and BaseURL are filled in
+	// by the server (BaseURL defaults to the advertised URL).
+	Alert alert.Config
 }
 
 // Server is one replica. Start it once; Stop is idempotent.
@@ -70,6 +74,7 @@ type Server struct {
 	log  *slog.Logger
 
 	store    *store.Store
+	alerts   *alert.Service
 	raft     *raftha.Node
 	http     *http.Server
 	listener net.Listener
@@ -143,12 +148,20 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if s.url == "" {
 		s.url = "http://" + s.listener.Addr().String()
 	}
+	acfg := s.cfg.Alert
+	acfg.Store, acfg.Logger = s.store, s.cfg.Logger
+	if acfg.BaseURL == "" {
+		acfg.BaseURL = s.url
+	}
+	if s.alerts, err = alert.New(acfg); err != nil {
+		return fmt.Errorf("server: alerting: %w", err)
+	}
 	handler := api.New(api.Config{
 		Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, Location: s.cfg.Location,
 		NodeToken: s.cfg.NodeToken, Logger: s.cfg.Logger, UI: ui.Handler(),
 		Compat: compat.New(compat.Config{Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, NodeToken: s.cfg.NodeToken,
 			Location: s.cfg.Location, Logger: s.cfg.Logger}),
-		Cluster: s.raft,
+		Cluster: s.raft, Alerts: s.alerts,
 	})
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	s.wg.Add(1)
@@ -173,6 +186,19 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			s.log.Error("lost-run monitor stopped", "term", term, "err", err)
 		}
 	})
+
+	// Alerts: the leader raises run events; every replica delivers due
+	// deliveries (each claimed by one) and watches for a missing leader.
+	s.raft.OnLeadership(func(ctx context.Context, _ uint64) { s.alerts.RunScanner(ctx) })
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		s.alerts.RunSender(runCtx)
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.alerts.WatchLeader(runCtx, s.raft, time.Second, s.cfg.ID)
+	}()
 
 	if err := s.register(ctx, runCtx); err != nil {
 		return err

@@ -91,6 +91,8 @@ type Config struct {
 	Compat http.Handler
 	// Cluster is this replica's raft (GET /api/v1/cluster, membership); nil answers 503.
 	Cluster ClusterInfo
+	// Alerts serves /api/v1/alerts and /api/v1/settings/alerting; nil answers 503.
+	Alerts Alerts
 }
 
 // Validate reports a missing required field.
@@ -119,6 +121,7 @@ type server struct {
 	log       *slog.Logger
 	now       func() time.Time
 	cluster   ClusterInfo
+	alerts    Alerts
 }
 
 // New returns the HTTP handler serving /healthz, /api/v1 and the UI. It
@@ -137,6 +140,7 @@ func New(cfg Config) http.Handler {
 		log:       cfg.Logger,
 		now:       cfg.Now,
 		cluster:   cfg.Cluster,
+		alerts:    cfg.Alerts,
 	}
 	if s.loc == nil {
 		s.loc = time.Local
@@ -201,6 +205,7 @@ func (s *server) routes() *mux.Router {
 	s.versionRoutes(r, v1)    // versions.go: saved versions of a job (glue history)
 	s.openAPIRoutes(r, v1)    // openapi.go: the OpenAPI 3 document
 	s.clusterRoutes(r, v1)    // cluster.go: replicas, leader, term, raft health
+	s.alertRoutes(r, v1)      // alerts.go: alert events, test send, alerting settings
 
 	r.Handle(v1+"/internal/results", s.body(MaxResultBodyBytes, s.node(s.postResults))).Methods(http.MethodPost)
 	return r

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/cronix/cronix/pluginapi/internal/wire"
+	wire "github.com/cronix/cronix/pluginapi/internal/wirev2"
 )
 
 // grpcClient is the host side: a Handler that calls a plugin over gRPC.
@@ -75,7 +75,7 @@ func (c *grpcClient) Info(ctx context.Context) (Info, error) {
 	}
 	callCtx, stop := c.callCtx(ctx)
 	defer stop()
-	resp, err := c.client.Info(callCtx, &wire.InfoRequest{})
+	resp, err := c.client.Describe(callCtx, &wire.DescribeRequest{})
 	if err != nil {
 		return Info{}, c.callError("info", ctx, err)
 	}

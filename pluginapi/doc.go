@@ -25,9 +25,13 @@
 // # What the SDK guarantees
 //
 //   - Protocol: go-plugin, gRPC only, handshake Handshake (magic cookie
-//     CRONIX_PLUGIN), protocol version ProtocolVersion negotiated through
-//     VersionedPlugins. A change that breaks the wire adds a version; within
-//     a version the wire only grows.
+//     CRONIX_PLUGIN). The contract is the published proto of each version
+//     (pluginapi/proto/v2/handler.proto, current; pluginapi/proto/v1, frozen;
+//     history in pluginapi/proto/CHANGELOG.md). Hosts and plugins built with
+//     this SDK speak ProtocolVersion and PreviousProtocolVersion side by side
+//     (VersionedPlugins); go-plugin picks the highest common one. A change
+//     that breaks the wire adds a version; within a version the wire only
+//     grows.
 //   - Deadline and kill: Run's ctx carries the job timeout as its deadline
 //     (it travels as the gRPC deadline) and is cancelled when the run is
 //     killed or the host goes away. The handler must then stop promptly and

@@ -14,15 +14,26 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	"github.com/cronix/cronix/pluginapi/internal/wire"
+	wire "github.com/cronix/cronix/pluginapi/internal/wirev2"
 )
 
 // PluginName is the name under which a plugin process serves its Handler
 // in go-plugin's plugin set.
 const PluginName = "handler"
 
-// ProtocolVersion is the current version of the host-plugin protocol.
-const ProtocolVersion = 1
+// ProtocolVersion is the current version of the host-plugin protocol
+// (pluginapi/proto/v2/handler.proto). Hosts and plugins built with this SDK
+// also speak PreviousProtocolVersion (pluginapi/proto/v1, frozen); go-plugin
+// picks the highest version both sides offer.
+const ProtocolVersion = 2
+
+// PreviousProtocolVersion is the previous major version, still supported
+// on both sides.
+const PreviousProtocolVersion = 1
+
+// SDKVersion is this SDK's version, sent in Describe as
+// "cronix-pluginapi-go/<SDKVersion>".
+const SDKVersion = "1.0.0"
 
 // Handshake is the go-plugin handshake shared by the host and every handler
 // plugin. The magic cookie only tells a plugin binary it was started by a
@@ -34,10 +45,12 @@ var Handshake = plugin.HandshakeConfig{
 	MagicCookieValue: "7c1d5e0a-cronix-handler",
 }
 
-// VersionedPlugins is the host's plugin set per protocol version, for
-// go-plugin's ClientConfig.VersionedPlugins. Treat it as read-only.
+// VersionedPlugins is the host's plugin set per protocol version (the
+// current and the previous major), for go-plugin's
+// ClientConfig.VersionedPlugins. Treat it as read-only.
 var VersionedPlugins = map[int]plugin.PluginSet{
-	ProtocolVersion: {PluginName: &handlerPlugin{}},
+	PreviousProtocolVersion: {PluginName: handlerPluginV1{&handlerPlugin{}}},
+	ProtocolVersion:         {PluginName: &handlerPlugin{}},
 }
 
 // handlerPlugin is the go-plugin GRPCPlugin for a Handler. impl is set on
@@ -108,7 +121,8 @@ func serveConfig(p *handlerPlugin) *plugin.ServeConfig {
 	return &plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{
-			ProtocolVersion: {PluginName: p},
+			PreviousProtocolVersion: {PluginName: handlerPluginV1{p}},
+			ProtocolVersion:         {PluginName: p},
 		},
 		GRPCServer: grpcServerFunc(p.tracker),
 		Logger: hclog.New(&hclog.LoggerOptions{

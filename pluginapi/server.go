@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cronix/cronix/pluginapi/internal/wire"
+	wire "github.com/cronix/cronix/pluginapi/internal/wirev2"
 )
 
 // Output batching: the plugin side sends a write at once while fewer than
@@ -32,7 +32,7 @@ type grpcServer struct {
 
 var _ wire.HandlerServer = (*grpcServer)(nil)
 
-func (s *grpcServer) Info(ctx context.Context, _ *wire.InfoRequest) (resp *wire.InfoResponse, err error) {
+func (s *grpcServer) Describe(ctx context.Context, _ *wire.DescribeRequest) (resp *wire.DescribeResponse, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			resp, err = nil, errorToStatus(panicError("Info", r))

@@ -9,21 +9,23 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/cronix/cronix/pluginapi/internal/wire"
+	wirev1 "github.com/cronix/cronix/pluginapi/internal/wire"
+	wire "github.com/cronix/cronix/pluginapi/internal/wirev2"
 )
 
 // This file maps pluginapi types to and from the internal wire types.
 
-func infoToWire(i Info) *wire.InfoResponse {
-	return &wire.InfoResponse{
+func infoToWire(i Info) *wire.DescribeResponse {
+	return &wire.DescribeResponse{
 		Name:         i.Name,
 		Version:      i.Version,
 		Description:  i.Description,
 		ParamsSchema: i.ParamsSchema,
+		Sdk:          "cronix-pluginapi-go/" + SDKVersion,
 	}
 }
 
-func infoFromWire(w *wire.InfoResponse) Info {
+func infoFromWire(w *wire.DescribeResponse) Info {
 	return Info{
 		Name:         w.GetName(),
 		Version:      w.GetVersion(),
@@ -156,8 +158,11 @@ func handlerErrorFromStatus(err error) error {
 		return nil
 	}
 	for _, d := range st.Details() {
-		if we, ok := d.(*wire.Error); ok {
+		switch we := d.(type) {
+		case *wire.Error:
 			return errorFromWire(we)
+		case *wirev1.Error: // from a protocol v1 plugin
+			return errorFromWire(recast(we, &wire.Error{}))
 		}
 	}
 	return nil

@@ -30,7 +30,7 @@ import (
 
 // shellBin and notifyBin are the plugin binaries TestMain builds: the
 // shell plugin and the third-party example plugin (its own go build).
-var shellBin, notifyBin, crashyBin string
+var shellBin, notifyBin, crashyBin, frozenBin string
 
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
@@ -53,6 +53,10 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	if notifyBin, err = harness.BuildPackage(ctx, filepath.Join(dir, "cronix-plugin-notify"), "./plugins/example"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if frozenBin, err = harness.BuildPackage(ctx, filepath.Join(dir, "cronix-plugin-frozen"), "./internal/testplugins/v1frozen"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

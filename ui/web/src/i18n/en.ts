@@ -102,7 +102,9 @@ const en = {
     title: 'Nodes', uuid: 'Node', group: 'Group', address: 'Address', version: 'Version', plugins: 'Plugins',
     started: 'Started', procs: 'Running', system: 'System', hostname: 'Host name', os: 'OS', uptime: 'Uptime',
     cpu: 'CPU', memory: 'Memory', disk: 'Disks', load: 'Load (1/5/15 min)', collected: 'Collected', cores: '{{n}} cores',
-    systemTimeout: 'The node did not answer in time.', refused: 'Refused plugins',
+    systemTimeout: 'The node did not answer in time.', refused: 'Refused plugins', pluginStatus: 'Plugins on this node',
+    plugin: 'Plugin', handler: 'Handler', state: 'State', reason: 'Reason', restarts: 'Restarts', path: 'Path',
+    states: { loaded: 'Loaded', refused: 'Refused', backoff: 'Backing off', stopped: 'Stopped' },
   },
   groups: {
     title: 'Groups', appname: 'App name', titleField: 'Title', addressType: 'Registration', auto: 'Automatic',

@@ -88,7 +88,9 @@ const zh: Catalogue = {
     title: '节点', uuid: '节点', group: '分组', address: '地址', version: '版本', plugins: '插件',
     started: '启动时间', procs: '运行中', system: '系统信息', hostname: '主机名', os: '操作系统', uptime: '运行时长',
     cpu: 'CPU', memory: '内存', disk: '磁盘', load: '负载（1/5/15 分钟）', collected: '采集时间', cores: '{{n}} 核',
-    systemTimeout: '节点未及时应答。', refused: '被拒绝的插件',
+    systemTimeout: '节点未及时应答。', refused: '被拒绝的插件', pluginStatus: '本节点的插件',
+    plugin: '插件', handler: '处理器', state: '状态', reason: '原因', restarts: '重启次数', path: '路径',
+    states: { loaded: '已加载', refused: '已拒绝', backoff: '退避中', stopped: '已停止' },
   },
   groups: {
     title: '执行器分组', appname: 'AppName', titleField: '名称', addressType: '注册方式', auto: '自动注册',

@@ -6,19 +6,20 @@ import { ErrorView } from '../components/ErrorView';
 import { StatusTag } from '../components/StatusTag';
 import { formatBytes, formatDuration, formatTime } from '../lib/format';
 import { isApiError } from '../services/http';
-import { listNodes, nodeSystem } from '../services/cluster';
+import { getNode, nodeSystem, type PluginStatus } from '../services/cluster';
 
 export default function NodeDetail() {
   const { t } = useTranslation();
   const { uuid = '' } = useParams();
-  const nodes = useQuery({ queryKey: ['nodes'], queryFn: listNodes });
+  const node = useQuery({ queryKey: ['node', uuid], queryFn: () => getNode(uuid), refetchInterval: 10000 });
   const sys = useQuery({ queryKey: ['system', uuid], queryFn: () => nodeSystem(uuid), refetchInterval: 15000, retry: false });
-  const n = nodes.data?.items.find((x) => x.uuid === uuid);
-  const refused = (n?.refused_plugins ?? n?.rejected_plugins) as { name: string; reason?: string }[] | undefined;
+  const n = node.data;
+  const stateColor: Record<string, string> = { loaded: 'green', refused: 'red', backoff: 'orange', stopped: 'default' };
   const s = sys.data;
   return (
     <div>
       <div className="page-header"><h1>{t('nodes.uuid')} {uuid}</h1></div>
+      {node.error && <ErrorView error={node.error} />}
       {n && (
         <Descriptions bordered size="small" column={{ xs: 1, md: 2 }} style={{ marginBottom: 16 }}
           items={[
@@ -28,9 +29,22 @@ export default function NodeDetail() {
             { key: 'v', label: t('nodes.version'), children: n.version },
             { key: 'st', label: t('nodes.started'), children: formatTime(n.started) },
             { key: 'p', label: t('nodes.plugins'), children: (n.plugins ?? []).map((p) => <Tag key={p.name}>{p.name} {p.version}</Tag>) },
-            ...(refused && refused.length ? [{ key: 'r', label: t('nodes.refused'), children: refused.map((p) => <Tag color="red" key={p.name}>{p.name}{p.reason ? `: ${p.reason}` : ''}</Tag>) }] : []),
           ]}
         />
+      )}
+      {n?.plugin_status && n.plugin_status.length > 0 && (
+        <Card size="small" title={t('nodes.pluginStatus')} style={{ marginBottom: 16 }}>
+          <Table<PluginStatus> rowKey="path" size="small" pagination={false} dataSource={n.plugin_status} scroll={{ x: 700 }}
+            columns={[
+              { title: t('nodes.plugin'), dataIndex: 'name' },
+              { title: t('nodes.handler'), dataIndex: 'handler' },
+              { title: t('nodes.version'), dataIndex: 'version', render: (v?: string) => v ?? '—' },
+              { title: t('nodes.state'), dataIndex: 'state', render: (v: string) => <Tag color={stateColor[v] ?? 'default'}>{t(`nodes.states.${v}`, { defaultValue: v })}</Tag> },
+              { title: t('nodes.reason'), render: (_, p) => (p.reason ? <span><code>{p.reason}</code> {p.message}</span> : '—') },
+              { title: t('nodes.restarts'), dataIndex: 'restarts' },
+              { title: t('nodes.path'), dataIndex: 'path', className: 'hide-narrow', render: (v: string) => <code>{v}</code> },
+            ]} />
+        </Card>
       )}
       <Card size="small" title={t('nodes.system')}>
         {sys.error ? (

@@ -35,7 +35,25 @@ export interface SystemInfo {
   errors?: string[];
 }
 
+export interface PluginStatus {
+  name: string;
+  path: string;
+  handler: string;
+  version?: string;
+  protocol?: number;
+  state: 'loaded' | 'refused' | 'backoff' | 'stopped' | string;
+  reason?: string;
+  message?: string;
+  restarts: number;
+  retry_at?: string;
+}
+
+export interface NodeDetail extends NodeInfo {
+  plugin_status?: PluginStatus[] | null;
+}
+
 export const listNodes = () => api<{ items: NodeInfo[] }>('/nodes');
+export const getNode = (uuid: string) => api<NodeDetail>(`/nodes/${encodeURIComponent(uuid)}`);
 export const nodeSystem = (uuid: string) => api<SystemInfo>(`/nodes/${encodeURIComponent(uuid)}/system`);
 
 export interface HandlerInfo {

@@ -1,1 +1,0 @@
-import{t as e}from"./http-ZWDFogLC.js";var t=()=>e(`/nodes`),n=t=>e(`/nodes/${encodeURIComponent(t)}/system`),r=()=>e(`/handlers`),i=()=>e(`/cluster`),a=(t,n)=>e(`/schedules/preview`,{query:t,signal:n});export{a,n as i,r as n,t as r,i as t};

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -40,6 +41,24 @@ type commonConfig struct {
 	LogFormat string `flag:"log-format" env:"CRONIX_LOG_FORMAT" yaml:"log_format" help:"log format: text or json"`
 	// EtcdRoot is the root directory of every Cronix key in etcd.
 	EtcdRoot string `flag:"etcd-root" env:"CRONIX_ETCD_ROOT" yaml:"etcd_root" help:"etcd root directory of Cronix keys"`
+}
+
+// etcdClientConfig is how "cronix server" and "cronix node" reach etcd.
+type etcdClientConfig struct {
+	// EtcdEndpoints are the etcd client URLs (https:// for TLS).
+	EtcdEndpoints []string `flag:"etcd-endpoints" env:"CRONIX_ETCD_ENDPOINTS" yaml:"etcd_endpoints" help:"comma-separated etcd client URLs (https://... for TLS)"`
+	// EtcdUsername and EtcdPassword authenticate to etcd (auth enabled).
+	EtcdUsername string `flag:"etcd-username" env:"CRONIX_ETCD_USERNAME" yaml:"etcd_username" help:"etcd user (with --etcd-password; standalone's embedded etcd: root)"`
+	EtcdPassword string `flag:"etcd-password" env:"CRONIX_ETCD_PASSWORD" yaml:"etcd_password" help:"etcd password (standalone's embedded etcd: the content of <data-dir>/etcd-root-password); prefer the environment variable to the flag"`
+	// EtcdCA verifies the etcd servers' certificates.
+	EtcdCA string `flag:"etcd-ca" env:"CRONIX_ETCD_CA" yaml:"etcd_ca" help:"CA bundle (PEM) verifying the etcd servers' certificates (default: the system roots)"`
+	// EtcdCert and EtcdKey are this process's etcd client certificate.
+	EtcdCert string `flag:"etcd-cert" env:"CRONIX_ETCD_CERT" yaml:"etcd_cert" help:"client certificate (PEM) presented to etcd; with etcd auth on and no password its common name is the etcd user"`
+	EtcdKey  string `flag:"etcd-key" env:"CRONIX_ETCD_KEY" yaml:"etcd_key" help:"private key (PEM) of --etcd-cert"`
+}
+
+func defaultEtcdClient() etcdClientConfig {
+	return etcdClientConfig{EtcdEndpoints: []string{"http://127.0.0.1:2379"}}
 }
 
 func defaultCommon() commonConfig {
@@ -75,11 +94,11 @@ type standaloneConfig struct {
 type serverConfig struct {
 	commonConfig
 	alertConfig
-	ID             string   `flag:"id" env:"CRONIX_SERVER_ID" yaml:"id" help:"unique id of this replica (default: host:raft-port)"`
-	DataDir        string   `flag:"data-dir" env:"CRONIX_DATA_DIR" yaml:"data_dir" help:"directory for raft state"`
+	ID      string `flag:"id" env:"CRONIX_SERVER_ID" yaml:"id" help:"unique id of this replica (default: host:raft-port)"`
+	DataDir string `flag:"data-dir" env:"CRONIX_DATA_DIR" yaml:"data_dir" help:"directory for raft state"`
+	etcdClientConfig
 	HTTPAddr       string   `flag:"http-addr" env:"CRONIX_HTTP_ADDR" yaml:"http_addr" help:"address of the REST API and web admin"`
-	AdvertiseURL   string   `flag:"advertise-url" env:"CRONIX_ADVERTISE_URL" yaml:"advertise_url" help:"URL nodes use to reach this replica's API (default: http://<http-addr>)"`
-	EtcdEndpoints  []string `flag:"etcd-endpoints" env:"CRONIX_ETCD_ENDPOINTS" yaml:"etcd_endpoints" help:"comma-separated etcd client URLs"`
+	AdvertiseURL   string   `flag:"advertise-url" env:"CRONIX_ADVERTISE_URL" yaml:"advertise_url" help:"URL nodes use to reach this replica's API (default: http(s)://<http-addr>)"`
 	DB             string   `flag:"db" env:"CRONIX_DB" yaml:"db" help:"database DSN: sqlite:///path.db, postgres://..., mysql://user:pass@tcp(host:3306)/db?parseTime=true"`
 	RaftAddr       string   `flag:"raft-addr" env:"CRONIX_RAFT_ADDR" yaml:"raft_addr" help:"raft transport address"`
 	RaftBootstrap  bool     `flag:"raft-bootstrap" env:"CRONIX_RAFT_BOOTSTRAP" yaml:"raft_bootstrap" help:"bootstrap a new single-voter raft cluster on first start"`
@@ -97,6 +116,13 @@ type etcdConfig struct {
 	ClientAddr string `flag:"client-addr" env:"CRONIX_ETCD_CLIENT_ADDR" yaml:"client_addr" help:"etcd client address (host:port)"`
 	// PeerAddr is host:port of etcd's peer listener.
 	PeerAddr string `flag:"peer-addr" env:"CRONIX_ETCD_PEER_ADDR" yaml:"peer_addr" help:"etcd peer address (host:port)"`
+	// RootPassword turns etcd auth on with this password for the root user.
+	RootPassword string `flag:"root-password" env:"CRONIX_ETCD_ROOT_PASSWORD" yaml:"root_password" help:"turn etcd authentication on: the user root gets this password and every client must log in (prefer the environment variable to the flag)"`
+	// TLSCert and TLSKey serve clients over https.
+	TLSCert string `flag:"tls-cert" env:"CRONIX_ETCD_TLS_CERT" yaml:"tls_cert" help:"serving certificate (PEM): clients then connect with https://"`
+	TLSKey  string `flag:"tls-key" env:"CRONIX_ETCD_TLS_KEY" yaml:"tls_key" help:"private key (PEM) of --tls-cert"`
+	// TLSClientCA requires client certificates signed by this CA.
+	TLSClientCA string `flag:"tls-client-ca" env:"CRONIX_ETCD_TLS_CLIENT_CA" yaml:"tls_client_ca" help:"CA (PEM) that must have signed every client's certificate (needs --tls-cert); with auth on, a certificate's common name is the etcd user"`
 }
 
 func defaultEtcd() etcdConfig {
@@ -170,15 +196,15 @@ func (c alertConfig) alertServiceConfig() alert.Config {
 type nodeConfig struct {
 	commonConfig
 	pluginConfig
-	DataDir       string        `flag:"data-dir" env:"CRONIX_DATA_DIR" yaml:"data_dir" help:"directory for the node's uuid and result spool"`
-	EtcdEndpoints []string      `flag:"etcd-endpoints" env:"CRONIX_ETCD_ENDPOINTS" yaml:"etcd_endpoints" help:"comma-separated etcd client URLs"`
-	Group         string        `flag:"group" env:"CRONIX_NODE_GROUP" yaml:"group" help:"group (appname) this node serves"`
-	NodeToken     string        `flag:"node-token" env:"CRONIX_NODE_TOKEN" yaml:"node_token" help:"shared secret presented to servers (required)"`
-	ServerURLs    []string      `flag:"server-urls" env:"CRONIX_SERVER_URLS" yaml:"server_urls" help:"server API URLs for results (default: discovered in etcd)"`
-	ListenAddr    string        `flag:"listen-addr" env:"CRONIX_NODE_LISTEN_ADDR" yaml:"listen_addr" help:"address of the node's health endpoint"`
-	AdvertiseIP   string        `flag:"advertise-ip" env:"CRONIX_NODE_ADVERTISE_IP" yaml:"advertise_ip" help:"IP registered for this node (default: the listen address's IP)"`
-	OutputCap     int           `flag:"output-cap" env:"CRONIX_OUTPUT_CAP" yaml:"output_cap" help:"bytes of output kept per run (more is truncated and flagged)"`
-	LeaseTTL      time.Duration `flag:"lease-ttl" env:"CRONIX_NODE_LEASE_TTL" yaml:"lease_ttl" help:"TTL of the node's etcd registration lease"`
+	etcdClientConfig
+	DataDir     string        `flag:"data-dir" env:"CRONIX_DATA_DIR" yaml:"data_dir" help:"directory for the node's uuid and result spool"`
+	Group       string        `flag:"group" env:"CRONIX_NODE_GROUP" yaml:"group" help:"group (appname) this node serves"`
+	NodeToken   string        `flag:"node-token" env:"CRONIX_NODE_TOKEN" yaml:"node_token" help:"shared secret presented to servers (required)"`
+	ServerURLs  []string      `flag:"server-urls" env:"CRONIX_SERVER_URLS" yaml:"server_urls" help:"server API URLs for results (default: discovered in etcd)"`
+	ListenAddr  string        `flag:"listen-addr" env:"CRONIX_NODE_LISTEN_ADDR" yaml:"listen_addr" help:"address of the node's health endpoint"`
+	AdvertiseIP string        `flag:"advertise-ip" env:"CRONIX_NODE_ADVERTISE_IP" yaml:"advertise_ip" help:"IP registered for this node (default: the listen address's IP)"`
+	OutputCap   int           `flag:"output-cap" env:"CRONIX_OUTPUT_CAP" yaml:"output_cap" help:"bytes of output kept per run (more is truncated and flagged)"`
+	LeaseTTL    time.Duration `flag:"lease-ttl" env:"CRONIX_NODE_LEASE_TTL" yaml:"lease_ttl" help:"TTL of the node's etcd registration lease"`
 }
 
 func defaultStandalone() standaloneConfig {
@@ -188,13 +214,13 @@ func defaultStandalone() standaloneConfig {
 }
 
 func defaultServer() serverConfig {
-	return serverConfig{commonConfig: defaultCommon(), DataDir: "./data", HTTPAddr: "127.0.0.1:8080",
-		EtcdEndpoints: []string{"http://127.0.0.1:2379"}, RaftAddr: "127.0.0.1:7946", DispatchMaxOps: 128}
+	return serverConfig{commonConfig: defaultCommon(), etcdClientConfig: defaultEtcdClient(), DataDir: "./data",
+		HTTPAddr: "127.0.0.1:8080", RaftAddr: "127.0.0.1:7946", DispatchMaxOps: 128}
 }
 
 func defaultNode() nodeConfig {
-	return nodeConfig{commonConfig: defaultCommon(), DataDir: "./node-data", Group: "default",
-		EtcdEndpoints: []string{"http://127.0.0.1:2379"}, ListenAddr: "127.0.0.1:0", OutputCap: 1 << 20,
+	return nodeConfig{commonConfig: defaultCommon(), etcdClientConfig: defaultEtcdClient(), DataDir: "./node-data",
+		Group: "default", ListenAddr: "127.0.0.1:0", OutputCap: 1 << 20,
 		LeaseTTL: 10 * time.Second}
 }
 
@@ -262,8 +288,14 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 			return err
 		}
 	}
+	// The embedded etcd is reachable by anything on the machine: auth is on,
+	// with a root password kept beside the node token.
+	etcdPassword, err := persistentSecret(filepath.Join(dataDir, etcdPasswordFile))
+	if err != nil {
+		return err
+	}
 	etcd, err := embedetcd.Start(ctx, embedetcd.Config{Dir: filepath.Join(dataDir, "etcd"),
-		ClientAddr: cfg.EtcdClientAddr, PeerAddr: cfg.EtcdPeerAddr})
+		ClientAddr: cfg.EtcdClientAddr, PeerAddr: cfg.EtcdPeerAddr, RootPassword: etcdPassword})
 	if err != nil {
 		return err
 	}
@@ -310,8 +342,8 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 
 	fmt.Fprintf(stdout, "\nCronix %s is running (standalone)\n  URL:   %s\n", buildinfo.String(), srv.URL())
 	printLogin(stdout, srv, getenv("CRONIX_ADMIN_PASSWORD") != "")
-	fmt.Fprintf(stdout, "  etcd:  %s   node token: %s\n  data:  %s\n  Stop with Ctrl-C.\n\n",
-		etcd.Endpoint(), filepath.Join(dataDir, "node-token"), dataDir)
+	fmt.Fprintf(stdout, "  etcd:  %s (user root, password in %s)\n  node token: %s\n  data:  %s\n  Stop with Ctrl-C.\n\n",
+		etcd.Endpoint(), filepath.Join(dataDir, etcdPasswordFile), filepath.Join(dataDir, "node-token"), dataDir)
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "stopping…")
 	return nil
@@ -339,7 +371,7 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 	if err := checkRaftPeers(cfg); err != nil {
 		return err
 	}
-	cli, err := etcdClient(cfg.EtcdEndpoints)
+	cli, err := etcdClient(cfg.etcdClientConfig)
 	if err != nil {
 		return err
 	}
@@ -389,12 +421,17 @@ func runEtcd(ctx context.Context, args []string, getenv func(string) string, std
 	if err := config.Load(&cfg, "etcd", etcdSummary, args, getenv, stderr); err != nil {
 		return err
 	}
-	e, err := embedetcd.Start(ctx, embedetcd.Config{Dir: cfg.DataDir, ClientAddr: cfg.ClientAddr, PeerAddr: cfg.PeerAddr})
+	e, err := embedetcd.Start(ctx, embedetcd.Config{Dir: cfg.DataDir, ClientAddr: cfg.ClientAddr, PeerAddr: cfg.PeerAddr,
+		RootPassword: cfg.RootPassword, CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, ClientCAFile: cfg.TLSClientCA})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	fmt.Fprintf(stdout, "etcd is running: %s\n", e.Endpoint())
+	auth := "off"
+	if cfg.RootPassword != "" {
+		auth = "on (user root)"
+	}
+	fmt.Fprintf(stdout, "etcd is running: %s (auth %s)\n", e.Endpoint(), auth)
 	<-ctx.Done()
 	return nil
 }
@@ -412,7 +449,7 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return fmt.Errorf("locating own binary for built-in plugins: %w", err)
 	}
-	cli, err := etcdClient(cfg.EtcdEndpoints)
+	cli, err := etcdClient(cfg.etcdClientConfig)
 	if err != nil {
 		return err
 	}
@@ -511,17 +548,45 @@ func loadLocation(name string) (*time.Location, error) {
 	return loc, nil
 }
 
-func etcdClient(endpoints []string) (*clientv3.Client, error) {
-	if len(endpoints) == 0 {
+// etcdClient connects to etcd with the configured TLS and credentials. A
+// password needs a username; a client certificate needs its key.
+func etcdClient(c etcdClientConfig) (*clientv3.Client, error) {
+	if len(c.EtcdEndpoints) == 0 {
 		return nil, errors.New("--etcd-endpoints is required")
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
-		DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 3 * time.Second, Logger: zap.NewNop()})
+	cc := clientv3.Config{Endpoints: c.EtcdEndpoints, DialTimeout: 10 * time.Second,
+		DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 3 * time.Second, Logger: zap.NewNop(),
+		Username: c.EtcdUsername, Password: c.EtcdPassword}
+	switch {
+	case c.EtcdPassword != "" && c.EtcdUsername == "":
+		return nil, errors.New("--etcd-password needs --etcd-username")
+	case c.EtcdUsername != "" && c.EtcdPassword == "":
+		return nil, errors.New("--etcd-username needs --etcd-password (CRONIX_ETCD_PASSWORD)")
+	case (c.EtcdCert == "") != (c.EtcdKey == ""):
+		return nil, errors.New("--etcd-cert and --etcd-key go together")
+	}
+	tlsOn := c.EtcdCA != "" || c.EtcdCert != ""
+	for _, ep := range c.EtcdEndpoints {
+		tlsOn = tlsOn || strings.HasPrefix(ep, "https://")
+	}
+	if tlsOn {
+		info := transport.TLSInfo{CertFile: c.EtcdCert, KeyFile: c.EtcdKey, TrustedCAFile: c.EtcdCA}
+		tc, err := info.ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("etcd client TLS: %w", err)
+		}
+		cc.TLS = tc
+	}
+	cli, err := clientv3.New(cc)
 	if err != nil {
-		return nil, fmt.Errorf("etcd %v: %w", endpoints, err)
+		return nil, fmt.Errorf("connecting to etcd %v: %w", c.EtcdEndpoints, err)
 	}
 	return cli, nil
 }
+
+// etcdPasswordFile is the file in standalone's data dir holding the
+// embedded etcd's root password.
+const etcdPasswordFile = "etcd-root-password"
 
 // persistentSecret reads a secret from path, creating it (0600) if missing.
 func persistentSecret(path string) (string, error) {

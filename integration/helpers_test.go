@@ -25,13 +25,32 @@ func nodeToken(t *testing.T, dataDir string) string {
 
 var nodeRunning = regexp.MustCompile(`node (\S+) is running`)
 
+// joinEnv is the environment a node joining a standalone gets, read from
+// its data dir as the README says: the node token and the embedded etcd's
+// root credentials.
+func joinEnv(t *testing.T, dataDir string) []string {
+	t.Helper()
+	return []string{"CRONIX_NODE_TOKEN=" + nodeToken(t, dataDir), "CRONIX_ETCD_USERNAME=root",
+		"CRONIX_ETCD_PASSWORD=" + etcdPassword(t, dataDir)}
+}
+
+// etcdPassword reads the embedded etcd's root password from a standalone's
+// data dir.
+func etcdPassword(t *testing.T, dataDir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dataDir, "etcd-root-password"))
+	require.NoError(t, err)
+	return strings.TrimSpace(string(b))
+}
+
 // startNode starts "cronix node" against the standalone's etcd and returns
 // the process and the node's uuid (as it printed it).
 func startNode(t *testing.T, s *standalone, token, dataDir, group string, extra ...string) (*harness.Proc, string) {
 	t.Helper()
 	args := append([]string{"node", "--data-dir", dataDir, "--etcd-endpoints", s.etcdURL, "--group", group,
 		"--lease-ttl", "3s"}, extra...)
-	p, err := harness.Start(binary, []string{"CRONIX_NODE_TOKEN=" + token}, args...)
+	p, err := harness.Start(binary, append([]string{"CRONIX_NODE_TOKEN=" + token, "CRONIX_ETCD_USERNAME=root",
+		"CRONIX_ETCD_PASSWORD=" + etcdPassword(t, s.dataDir)}, s.env...), args...)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		select {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -46,6 +47,7 @@ type standalone struct {
 	proc    *harness.Proc
 	api     *harness.Client
 	etcdURL string
+	dataDir string
 	args    []string
 	env     []string
 }
@@ -66,6 +68,7 @@ func startStandalone(t *testing.T, dataDir string, prev *standalone) *standalone
 		require.NoError(t, err)
 		s = &standalone{
 			etcdURL: "http://" + etcdAddr,
+			dataDir: dataDir,
 			args: []string{"standalone", "--data-dir", dataDir, "--http-addr", httpAddr,
 				"--etcd-client-addr", etcdAddr, "--etcd-peer-addr", peerAddr, "--raft-addr", raftAddr},
 			env: []string{"CRONIX_ADMIN_PASSWORD=" + adminPassword},
@@ -189,20 +192,38 @@ func TestStandaloneFiresEverySecondAndSurvivesRestart(t *testing.T) {
 	}
 }
 
+// TestSeparateNodeKill9ReregistersAndRuns: the embedded etcd refuses a
+// client without credentials (its root password is in the data dir, mode
+// 0600); a node started as the README says, with the data dir's node token
+// and etcd password, joins, runs jobs, and after kill -9 registers again.
 func TestSeparateNodeKill9ReregistersAndRuns(t *testing.T) {
 	dataDir := t.TempDir()
 	s := startStandalone(t, dataDir, nil)
-	token, err := os.ReadFile(filepath.Join(dataDir, "node-token"))
-	require.NoError(t, err)
+	for _, f := range []string{"node-token", "etcd-root-password"} {
+		fi, err := os.Stat(filepath.Join(dataDir, f))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), f)
+	}
 
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.etcdURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	anon, err := clientv3.New(clientv3.Config{Endpoints: []string{s.etcdURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	require.NoError(t, err)
+	defer anon.Close()
+	actx, acancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_, err = anon.Put(actx, cluster.NewKeys("").Run("some-node", "1-1"), `{"job_id":1}`)
+	require.ErrorIs(t, err, rpctypes.ErrUserEmpty, "an etcd client without credentials must be refused")
+	_, err = anon.Get(actx, "/Cronix/", clientv3.WithPrefix())
+	require.ErrorIs(t, err, rpctypes.ErrUserEmpty)
+	acancel()
+
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.etcdURL}, DialTimeout: 30 * time.Second, Logger: zap.NewNop(),
+		Username: "root", Password: etcdPassword(t, dataDir)})
 	require.NoError(t, err)
 	defer cli.Close()
 	keys := cluster.NewKeys("")
 
 	nodeDir := t.TempDir()
 	startNode := func() *harness.Proc {
-		p, err := harness.Start(binary, []string{"CRONIX_NODE_TOKEN=" + string(token)},
+		p, err := harness.Start(binary, joinEnv(t, dataDir),
 			"node", "--data-dir", nodeDir, "--etcd-endpoints", s.etcdURL, "--group", "edge", "--lease-ttl", "3s")
 		require.NoError(t, err)
 		t.Cleanup(func() {

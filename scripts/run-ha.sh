@@ -8,6 +8,9 @@
 # not a deployment). Set CRONIX_HA_DB to a PostgreSQL/MySQL DSN to use that.
 # Admin login: CRONIX_ADMIN_PASSWORD, or a generated password printed once
 # (by the replica that created the admin user, on the first start).
+# etcd runs with auth on: its root password is generated into
+# ./data-ha/etcd-root-password (mode 0600) and the servers and the node log
+# in as root with it (CRONIX_ETCD_USERNAME / CRONIX_ETCD_PASSWORD).
 # Ctrl-C stops everything.
 set -euo pipefail
 
@@ -24,6 +27,16 @@ if [[ -z "${CRONIX_NODE_TOKEN:-}" ]]; then
   CRONIX_NODE_TOKEN=$(cat "$DIR/node-token")
 fi
 export CRONIX_NODE_TOKEN
+
+# secret FILE: a random hex secret kept in FILE (created 0600 if missing).
+secret() {
+  if [[ ! -s "$1" ]]; then
+    (umask 077; head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$1")
+  fi
+  cat "$1"
+}
+CRONIX_ETCD_ROOT_PASSWORD=$(secret "$DIR/etcd-root-password")
+export CRONIX_ETCD_USERNAME=root CRONIX_ETCD_PASSWORD=$CRONIX_ETCD_ROOT_PASSWORD
 
 pids=()
 stop() {
@@ -54,7 +67,8 @@ wait_for() {
   return 1
 }
 
-"$BIN" etcd --data-dir "$DIR/etcd" --client-addr $HOST:2379 --peer-addr $HOST:2380 \
+CRONIX_ETCD_ROOT_PASSWORD=$CRONIX_ETCD_ROOT_PASSWORD \
+  "$BIN" etcd --data-dir "$DIR/etcd" --client-addr $HOST:2379 --peer-addr $HOST:2380 \
   >"$DIR/logs/etcd.out" 2>"$DIR/logs/etcd.log" &
 pids+=($!)
 wait_for "$DIR/logs/etcd.out" 'etcd is running' "${pids[-1]}"
@@ -80,6 +94,7 @@ for i in 1 2 3; do echo "  s$i:    http://$HOST:808$i   (raft $HOST:700$i)"; don
 login=$(grep -h 'login:' "$DIR"/logs/s[123].out | grep -v 'set on first start' | head -n 1 || true)
 if [[ -n "$login" ]]; then echo "$login"; else echo "  login: admin (password set on first start)"; fi
 echo "  db:    ${DB}"
+echo "  etcd:  http://$HOST:2379 (user root, password in $DIR/etcd-root-password)"
 echo "  logs:  $DIR/logs/   cluster status: GET /api/v1/cluster"
 echo "  Stop with Ctrl-C."
 echo

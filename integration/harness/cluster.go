@@ -32,6 +32,9 @@ type ClusterConfig struct {
 	NodeToken string
 	// Env is added to every process's environment (e.g. CRONIX_LOG_LEVEL=warn).
 	Env []string
+	// EtcdPassword is the root password of the cluster's etcd, which runs
+	// with auth on; servers and nodes log in as root. Default: generated.
+	EtcdPassword string
 }
 
 // Replica is one server of a Cluster; Proc is nil while it is down.
@@ -119,6 +122,9 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 	if cfg.DSN == "" {
 		cfg.DSN = "sqlite://" + filepath.Join(cfg.Dir, "cronix.db")
 	}
+	if cfg.EtcdPassword == "" {
+		cfg.EtcdPassword = fmt.Sprintf("etcd-%d", time.Now().UnixNano())
+	}
 	c := &Cluster{cfg: cfg}
 	client, err := FreeAddr()
 	if err != nil {
@@ -128,7 +134,7 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.Etcd, err = Start(cfg.Binary, cfg.Env, "etcd", "--data-dir", filepath.Join(cfg.Dir, "etcd"),
+	c.Etcd, err = Start(cfg.Binary, append([]string{"CRONIX_ETCD_ROOT_PASSWORD=" + cfg.EtcdPassword}, cfg.Env...), "etcd", "--data-dir", filepath.Join(cfg.Dir, "etcd"),
 		"--client-addr", client, "--peer-addr", peer)
 	if err != nil {
 		return nil, fmt.Errorf("starting etcd: %w", err)
@@ -181,7 +187,8 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 // Launch starts replica i's process without waiting for it.
 func (c *Cluster) Launch(i int) error {
 	r := c.Replicas[i]
-	env := append([]string{"CRONIX_ADMIN_PASSWORD=" + c.cfg.AdminPassword}, c.cfg.Env...)
+	env := append([]string{"CRONIX_ADMIN_PASSWORD=" + c.cfg.AdminPassword}, c.EtcdEnv()...)
+	env = append(env, c.cfg.Env...)
 	p, err := Start(c.cfg.Binary, env, r.args...)
 	if err != nil {
 		return fmt.Errorf("starting replica %s: %w", r.ID, err)
@@ -395,11 +402,21 @@ func (c *Cluster) API() *Client {
 	return c.Replicas[0].API
 }
 
+// EtcdEnv is the environment that logs a server or node in to the
+// cluster's etcd (as root).
+func (c *Cluster) EtcdEnv() []string {
+	return []string{"CRONIX_ETCD_USERNAME=root", "CRONIX_ETCD_PASSWORD=" + c.cfg.EtcdPassword}
+}
+
+// EtcdPassword is the root password of the cluster's etcd.
+func (c *Cluster) EtcdPassword() string { return c.cfg.EtcdPassword }
+
 // StartNode starts "cronix node" in group against the cluster's etcd and
 // returns it with the uuid it printed.
 func (c *Cluster) StartNode(dataDir, group string, extra ...string) (*Proc, string, error) {
 	args := append([]string{"node", "--data-dir", dataDir, "--etcd-endpoints", c.EtcdURL, "--group", group}, extra...)
-	env := append([]string{"CRONIX_NODE_TOKEN=" + c.cfg.NodeToken}, c.cfg.Env...)
+	env := append([]string{"CRONIX_NODE_TOKEN=" + c.cfg.NodeToken}, c.EtcdEnv()...)
+	env = append(env, c.cfg.Env...)
 	p, err := Start(c.cfg.Binary, env, args...)
 	if err != nil {
 		return nil, "", err

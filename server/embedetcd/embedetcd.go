@@ -13,7 +13,10 @@ import (
 	"syscall"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/auth"
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
@@ -30,6 +33,21 @@ type Config struct {
 	MaxTxnOps uint
 	// UnsafeNoFsync skips fsync: for tests only.
 	UnsafeNoFsync bool
+	// RootPassword, when set, turns etcd authentication on: the user root
+	// (role root) gets this password on the first start, and every client
+	// must then authenticate (Client does, as root). A data dir whose auth
+	// is already on must be given the same password.
+	RootPassword string
+	// AuthTokenTTL is the idle lifetime of etcd's simple auth tokens, in
+	// seconds (0 = etcd's default, 300); clients re-authenticate by
+	// themselves after it.
+	AuthTokenTTL uint
+	// CertFile and KeyFile, when both set, serve clients over TLS (https).
+	CertFile, KeyFile string
+	// ClientCAFile, with CertFile, requires every client to present a
+	// certificate signed by this CA; with auth on, a client that sends no
+	// password is the user named by its certificate's common name.
+	ClientCAFile string
 }
 
 // DefaultMaxTxnOps is the per-transaction operation limit of embedded etcd.
@@ -39,6 +57,7 @@ const DefaultMaxTxnOps = 8192
 type Etcd struct {
 	e         *embed.Etcd
 	endpoint  string
+	password  string
 	closeOnce sync.Once
 }
 
@@ -74,7 +93,18 @@ func start(ctx context.Context, cfg Config) (*Etcd, error) {
 	// etcd logs expected shutdown errors at "error"; Cronix reports real failures itself.
 	ec.LogLevel = "fatal"
 	ec.LogOutputs = []string{"stderr"}
-	cu := url.URL{Scheme: "http", Host: clientAddr}
+	scheme := "http"
+	if cfg.CertFile != "" || cfg.KeyFile != "" {
+		if cfg.CertFile == "" || cfg.KeyFile == "" {
+			return nil, errors.New("embedetcd: CertFile and KeyFile go together")
+		}
+		scheme = "https"
+		ec.ClientTLSInfo = transport.TLSInfo{CertFile: cfg.CertFile, KeyFile: cfg.KeyFile,
+			TrustedCAFile: cfg.ClientCAFile, ClientCertAuth: cfg.ClientCAFile != ""}
+	} else if cfg.ClientCAFile != "" {
+		return nil, errors.New("embedetcd: ClientCAFile needs CertFile and KeyFile")
+	}
+	cu := url.URL{Scheme: scheme, Host: clientAddr}
 	pu := url.URL{Scheme: "http", Host: peerAddr}
 	ec.ListenClientUrls = []url.URL{cu}
 	ec.AdvertiseClientUrls = []url.URL{cu}
@@ -89,6 +119,10 @@ func start(ctx context.Context, cfg Config) (*Etcd, error) {
 	ec.AutoCompactionMode = "periodic"
 	ec.AutoCompactionRetention = "1h"
 	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
+	ec.AuthToken = "simple"
+	if cfg.AuthTokenTTL > 0 {
+		ec.AuthTokenTTL = cfg.AuthTokenTTL
+	}
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
 		return nil, fmt.Errorf("embedetcd: start in %s: %w", cfg.Dir, err)
@@ -105,19 +139,72 @@ func start(ctx context.Context, cfg Config) (*Etcd, error) {
 		e.Close()
 		return nil, fmt.Errorf("embedetcd: %w", err)
 	}
-	return &Etcd{e: e, endpoint: cu.String()}, nil
+	out := &Etcd{e: e, endpoint: cu.String(), password: cfg.RootPassword}
+	if cfg.RootPassword != "" {
+		if err := out.enableAuth(ctx); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// RootUser is the etcd user that owns everything once auth is on.
+const RootUser = "root"
+
+// enableAuth creates the root user and turns authentication on, unless a
+// previous start did; then it checks the password against the data dir's.
+// It talks to the server in process, so it needs no client credentials.
+func (e *Etcd) enableAuth(ctx context.Context) error {
+	srv := e.e.Server
+	if srv.AuthStore().IsAuthEnabled() {
+		if _, err := srv.AuthStore().CheckPassword(RootUser, e.password); err != nil {
+			return fmt.Errorf("embedetcd: etcd auth is on in this data dir but the root password does not match: %w", err)
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := srv.UserAdd(ctx, &pb.AuthUserAddRequest{Name: RootUser, Password: e.password}); err != nil {
+		if !errors.Is(err, auth.ErrUserAlreadyExist) {
+			return fmt.Errorf("embedetcd: add user root: %w", err)
+		}
+		if _, err := srv.UserChangePassword(ctx, &pb.AuthUserChangePasswordRequest{Name: RootUser, Password: e.password}); err != nil {
+			return fmt.Errorf("embedetcd: set the root password: %w", err)
+		}
+	}
+	if _, err := srv.RoleAdd(ctx, &pb.AuthRoleAddRequest{Name: RootUser}); err != nil && !errors.Is(err, auth.ErrRoleAlreadyExist) {
+		return fmt.Errorf("embedetcd: add role root: %w", err)
+	}
+	if _, err := srv.UserGrantRole(ctx, &pb.AuthUserGrantRoleRequest{User: RootUser, Role: RootUser}); err != nil {
+		return fmt.Errorf("embedetcd: grant role root: %w", err)
+	}
+	if _, err := srv.AuthEnable(ctx, &pb.AuthEnableRequest{}); err != nil {
+		return fmt.Errorf("embedetcd: enable auth: %w", err)
+	}
+	return nil
 }
 
 // Endpoint is the client URL, e.g. "http://127.0.0.1:2379".
 func (e *Etcd) Endpoint() string { return e.endpoint }
 
-// Client opens a new client to this server; the caller closes it.
+// Client opens a new client to this server, authenticated as root when
+// auth is on; the caller closes it. It does not speak TLS: a server started
+// with CertFile is for other processes.
 func (e *Etcd) Client() (*clientv3.Client, error) {
-	c, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{e.endpoint},
-		DialTimeout: 5 * time.Second,
+	if strings.HasPrefix(e.endpoint, "https:") {
+		return nil, errors.New("embedetcd: Client does not speak TLS; connect with a TLS client config")
+	}
+	cc := clientv3.Config{
+		Endpoints: []string{e.endpoint},
+		// Generous: with auth on, dialing authenticates (a bcrypt check).
+		DialTimeout: 30 * time.Second,
 		Logger:      nopLogger(),
-	})
+	}
+	if e.password != "" {
+		cc.Username, cc.Password = RootUser, e.password
+	}
+	c, err := clientv3.New(cc)
 	if err != nil {
 		return nil, fmt.Errorf("embedetcd: client: %w", err)
 	}

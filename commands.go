@@ -21,6 +21,7 @@ import (
 	"github.com/cronix/cronix/buildinfo"
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/config"
+	"github.com/cronix/cronix/internal/tlsfiles"
 	"github.com/cronix/cronix/node"
 	"github.com/cronix/cronix/node/pluginhost"
 	"github.com/cronix/cronix/pluginapi"
@@ -55,6 +56,23 @@ type etcdClientConfig struct {
 	// EtcdCert and EtcdKey are this process's etcd client certificate.
 	EtcdCert string `flag:"etcd-cert" env:"CRONIX_ETCD_CERT" yaml:"etcd_cert" help:"client certificate (PEM) presented to etcd; with etcd auth on and no password its common name is the etcd user"`
 	EtcdKey  string `flag:"etcd-key" env:"CRONIX_ETCD_KEY" yaml:"etcd_key" help:"private key (PEM) of --etcd-cert"`
+}
+
+// httpTLSConfig is the TLS of a long-running command's own HTTP endpoint
+// and of the HTTPS endpoints it calls.
+type httpTLSConfig struct {
+	// TLSCert and TLSKey serve this process's HTTP endpoint over https.
+	TLSCert string `flag:"tls-cert" env:"CRONIX_TLS_CERT" yaml:"tls_cert" help:"certificate (PEM) to serve this process's HTTP endpoint over https (replaced files are picked up without a restart)"`
+	TLSKey  string `flag:"tls-key" env:"CRONIX_TLS_KEY" yaml:"tls_key" help:"private key (PEM) of --tls-cert"`
+	// TLSCA verifies the certificates of the HTTPS endpoints this process calls.
+	TLSCA string `flag:"tls-ca" env:"CRONIX_TLS_CA" yaml:"tls_ca" help:"CA bundle (PEM) verifying the https endpoints this process calls: servers' API for a node, nodes' endpoints for a server (default: the system roots)"`
+}
+
+func (c httpTLSConfig) checkTLS() error {
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	return nil
 }
 
 func defaultEtcdClient() etcdClientConfig {
@@ -97,6 +115,7 @@ type serverConfig struct {
 	ID      string `flag:"id" env:"CRONIX_SERVER_ID" yaml:"id" help:"unique id of this replica (default: host:raft-port)"`
 	DataDir string `flag:"data-dir" env:"CRONIX_DATA_DIR" yaml:"data_dir" help:"directory for raft state"`
 	etcdClientConfig
+	httpTLSConfig
 	HTTPAddr       string   `flag:"http-addr" env:"CRONIX_HTTP_ADDR" yaml:"http_addr" help:"address of the REST API and web admin"`
 	AdvertiseURL   string   `flag:"advertise-url" env:"CRONIX_ADVERTISE_URL" yaml:"advertise_url" help:"URL nodes use to reach this replica's API (default: http(s)://<http-addr>)"`
 	DB             string   `flag:"db" env:"CRONIX_DB" yaml:"db" help:"database DSN: sqlite:///path.db, postgres://..., mysql://user:pass@tcp(host:3306)/db?parseTime=true"`
@@ -197,6 +216,7 @@ type nodeConfig struct {
 	commonConfig
 	pluginConfig
 	etcdClientConfig
+	httpTLSConfig
 	DataDir     string        `flag:"data-dir" env:"CRONIX_DATA_DIR" yaml:"data_dir" help:"directory for the node's uuid and result spool"`
 	Group       string        `flag:"group" env:"CRONIX_NODE_GROUP" yaml:"group" help:"group (appname) this node serves"`
 	NodeToken   string        `flag:"node-token" env:"CRONIX_NODE_TOKEN" yaml:"node_token" help:"shared secret presented to servers (required)"`
@@ -371,6 +391,13 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 	if err := checkRaftPeers(cfg); err != nil {
 		return err
 	}
+	if err := cfg.checkTLS(); err != nil {
+		return err
+	}
+	nodeTLS, err := tlsfiles.Client(cfg.TLSCA)
+	if err != nil {
+		return fmt.Errorf("--tls-ca: %w", err)
+	}
 	cli, err := etcdClient(cfg.etcdClientConfig)
 	if err != nil {
 		return err
@@ -380,6 +407,7 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 		ID: cfg.ID, DataDir: cfg.DataDir, HTTPAddr: cfg.HTTPAddr, AdvertiseURL: cfg.AdvertiseURL,
 		DSN: cfg.DB, Keys: cluster.NewKeys(cfg.EtcdRoot), RaftAddr: cfg.RaftAddr, RaftBootstrap: cfg.RaftBootstrap,
 		RaftPeers: cfg.RaftPeers, Location: loc, NodeToken: cfg.NodeToken, AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"),
+		TLSCertFile: cfg.TLSCert, TLSKeyFile: cfg.TLSKey, NodeTLS: nodeTLS,
 		DispatchMaxOps: cfg.DispatchMaxOps, Version: buildinfo.String(), Logger: log,
 		Alert: cfg.alertServiceConfig(),
 	}, cli)
@@ -445,6 +473,13 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 	if err := requireNodeToken(&cfg.NodeToken); err != nil {
 		return err
 	}
+	if err := cfg.checkTLS(); err != nil {
+		return err
+	}
+	serverClient, err := tlsfiles.HTTPClient(cfg.TLSCA, 30*time.Second)
+	if err != nil {
+		return fmt.Errorf("--tls-ca: %w", err)
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("locating own binary for built-in plugins: %w", err)
@@ -457,6 +492,7 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 	nd, err := node.New(node.Config{
 		DataDir: cfg.DataDir, Group: cfg.Group, Keys: cluster.NewKeys(cfg.EtcdRoot), NodeToken: cfg.NodeToken,
 		ServerURLs: cfg.ServerURLs, ListenAddr: cfg.ListenAddr, AdvertiseIP: cfg.AdvertiseIP,
+		TLSCertFile: cfg.TLSCert, TLSKeyFile: cfg.TLSKey, HTTPClient: serverClient,
 		OutputCap: cfg.OutputCap, LeaseTTL: cfg.LeaseTTL, Plugins: builtinPlugins(exe, cfg.pluginConfig),
 		PluginDir: cfg.PluginDir, PluginChecksums: cfg.PluginChecksums, Version: buildinfo.String(), Logger: log,
 	}, cli)

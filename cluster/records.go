@@ -94,6 +94,8 @@ type NodeInfo struct {
 	// reason, so an operator sees why a handler is missing without the
 	// node's log.
 	PluginStatus []PluginStatus `json:"plugin_status,omitempty"`
+	// Scheme is "https" when the node's endpoint serves TLS; "" means http.
+	Scheme string `json:"scheme,omitempty"`
 }
 
 // Plugin states (PluginStatus.State).
@@ -143,6 +145,15 @@ type PluginStatus struct {
 
 // Address is "ip:port" of the node.
 func (n NodeInfo) Address() string { return n.IP + ":" + strconv.Itoa(n.Port) }
+
+// BaseURL is the node's endpoint URL, e.g. "https://10.0.0.7:41234".
+func (n NodeInfo) BaseURL() string {
+	scheme := n.Scheme
+	if scheme == "" {
+		scheme = "http"
+	}
+	return scheme + "://" + n.Address()
+}
 
 // HasHandler reports whether the node offers the named handler.
 func (n NodeInfo) HasHandler(name string) bool {

@@ -20,6 +20,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/internal/tlsfiles"
 	"github.com/cronix/cronix/node/agent"
 	"github.com/cronix/cronix/node/pluginhost"
 	"github.com/cronix/cronix/node/sysinfo"
@@ -41,6 +42,11 @@ type Config struct {
 	ServerURLs []string
 	// ListenAddr is the health endpoint's address ("127.0.0.1:0" picks a port).
 	ListenAddr string
+	// TLSCertFile and TLSKeyFile, when set, serve the endpoint over https.
+	TLSCertFile, TLSKeyFile string
+	// HTTPClient reports results to the servers; nil = a plain client with
+	// a 30 s timeout. Give it the CA that signed https servers' certificates.
+	HTTPClient *http.Client
 	// AdvertiseIP is registered as the node's IP; default the listener's IP.
 	AdvertiseIP string
 	// OutputCap is the most output kept per run.
@@ -122,6 +128,15 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("node: listen on %s: %w", n.cfg.ListenAddr, err)
 	}
+	scheme := "http"
+	if n.cfg.TLSCertFile != "" {
+		tl, err := tlsfiles.Listen(l, n.cfg.TLSCertFile, n.cfg.TLSKeyFile)
+		if err != nil {
+			_ = l.Close()
+			return fmt.Errorf("node: %w", err)
+		}
+		l, scheme = tl, "https"
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -143,8 +158,9 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		ip = addr.IP.String()
 	}
 	n.agent, err = agent.New(agent.Config{
-		UUID: n.uuid, Group: n.cfg.Group, IP: ip, Port: addr.Port, Version: n.cfg.Version, Keys: n.cfg.Keys,
-		LeaseTTL: n.cfg.LeaseTTL, OutputCap: n.cfg.OutputCap, ServerURLs: n.cfg.ServerURLs,
+		UUID: n.uuid, Group: n.cfg.Group, IP: ip, Port: addr.Port, Scheme: scheme, Version: n.cfg.Version, Keys: n.cfg.Keys,
+		HTTPClient: n.cfg.HTTPClient,
+		LeaseTTL:   n.cfg.LeaseTTL, OutputCap: n.cfg.OutputCap, ServerURLs: n.cfg.ServerURLs,
 		NodeToken: n.cfg.NodeToken, SpoolDir: filepath.Join(n.cfg.DataDir, "spool"), Logger: n.cfg.Logger,
 	}, n.etcd, n.host)
 	if err != nil {

@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/internal/tlsfiles"
 	"github.com/cronix/cronix/server/alert"
 	"github.com/cronix/cronix/server/api"
 	"github.com/cronix/cronix/server/auth"
@@ -37,8 +39,14 @@ type Config struct {
 	DataDir string
 	// HTTPAddr is the listen address of the API and UI.
 	HTTPAddr string
-	// AdvertiseURL is how nodes reach this replica's API; default http://<listen address>.
+	// AdvertiseURL is how nodes reach this replica's API; default
+	// http(s)://<listen address>.
 	AdvertiseURL string
+	// TLSCertFile and TLSKeyFile, when set, serve the API and UI over https
+	// (the files are read again when they change: rotation needs no restart).
+	TLSCertFile, TLSKeyFile string
+	// NodeTLS verifies nodes whose endpoint serves https; nil = system roots.
+	NodeTLS *tls.Config
 	// DSN is the database (see store.Open).
 	DSN string
 	// Keys is the etcd key layout.
@@ -144,9 +152,16 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("server: listen on %s: %w", s.cfg.HTTPAddr, err)
 	}
+	scheme := "http"
+	if s.cfg.TLSCertFile != "" || s.cfg.TLSKeyFile != "" {
+		if s.listener, err = tlsfiles.Listen(s.listener, s.cfg.TLSCertFile, s.cfg.TLSKeyFile); err != nil {
+			return fmt.Errorf("server: https: %w", err)
+		}
+		scheme = "https"
+	}
 	s.url = s.cfg.AdvertiseURL
 	if s.url == "" {
-		s.url = "http://" + s.listener.Addr().String()
+		s.url = scheme + "://" + s.listener.Addr().String()
 	}
 	acfg := s.cfg.Alert
 	acfg.Store, acfg.Logger = s.store, s.cfg.Logger
@@ -161,7 +176,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		NodeToken: s.cfg.NodeToken, Logger: s.cfg.Logger, UI: ui.Handler(),
 		Compat: compat.New(compat.Config{Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, NodeToken: s.cfg.NodeToken,
 			Location: s.cfg.Location, Logger: s.cfg.Logger}),
-		Cluster: s.raft, Alerts: s.alerts,
+		Cluster: s.raft, Alerts: s.alerts, NodeTLS: s.cfg.NodeTLS,
 	})
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	s.wg.Add(1)
@@ -176,6 +191,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	sched := scheduler.New(scheduler.Config{
 		Jobs: s.store, Runs: s.store, Cursors: s.raft, Dispatcher: disp, Etcd: s.etcd, Keys: s.cfg.Keys,
 		Location: s.cfg.Location, Logger: s.cfg.Logger,
+		HTTPClient: &http.Client{Transport: nodeTransport(s.cfg.NodeTLS)},
 	})
 	s.raft.OnLeadership(func(ctx context.Context, term uint64) {
 		s.lead(ctx, term, sched)
@@ -205,6 +221,13 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	}
 	s.log.Info("server started", "id", s.cfg.ID, "url", s.url)
 	return nil
+}
+
+// nodeTransport is the default transport verifying https nodes with tc.
+func nodeTransport(tc *tls.Config) *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tc
+	return tr
 }
 
 // lead runs the trigger loop for one term, retrying after transient errors

@@ -195,6 +195,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		Group:   a.cfg.Group,
 		IP:      a.cfg.IP,
 		Port:    a.cfg.Port,
+		Scheme:  a.cfg.Scheme,
 		Version: a.cfg.Version,
 		Plugins: a.runner.Handlers(),
 		Started: time.Now().UTC(),

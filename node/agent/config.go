@@ -51,6 +51,8 @@ type Config struct {
 	IP string
 	// Port is the port the node advertises.
 	Port int
+	// Scheme is "https" when the node's endpoint serves TLS ("" = http).
+	Scheme string
 	// Version is the node software version advertised in NodeInfo.
 	Version string
 	// Keys builds the etcd keys; the zero value uses cluster.DefaultRoot.

@@ -11,8 +11,10 @@ package api
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -93,6 +95,9 @@ type Config struct {
 	Cluster ClusterInfo
 	// Alerts serves /api/v1/alerts and /api/v1/settings/alerting; nil answers 503.
 	Alerts Alerts
+	// NodeTLS verifies nodes whose endpoint serves https (live output,
+	// params validation); nil = the system roots.
+	NodeTLS *tls.Config
 }
 
 // Validate reports a missing required field.
@@ -122,6 +127,10 @@ type server struct {
 	now       func() time.Time
 	cluster   ClusterInfo
 	alerts    Alerts
+	nodeTLS   *tls.Config
+	// validateClient calls nodes' validate endpoints: direct (no proxy),
+	// each call bounded by pluginValidateTimeout through its context.
+	validateClient *http.Client
 }
 
 // New returns the HTTP handler serving /healthz, /api/v1 and the UI. It
@@ -141,7 +150,14 @@ func New(cfg Config) http.Handler {
 		now:       cfg.Now,
 		cluster:   cfg.Cluster,
 		alerts:    cfg.Alerts,
+		nodeTLS:   cfg.NodeTLS,
 	}
+	s.validateClient = &http.Client{Transport: &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: pluginValidateTimeout}).DialContext,
+		MaxIdleConnsPerHost: 2,
+		IdleConnTimeout:     90 * time.Second,
+		TLSClientConfig:     s.nodeTLS,
+	}}
 	if s.loc == nil {
 		s.loc = time.Local
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"time"
@@ -27,14 +26,6 @@ const (
 	maxValidateAnswer  = 64 << 10
 	maxValidateMessage = 1000
 )
-
-// validateClient calls nodes' validate endpoints: direct (no proxy), each
-// call bounded by pluginValidateTimeout through its context.
-var validateClient = &http.Client{Transport: &http.Transport{
-	DialContext:         (&net.Dialer{Timeout: pluginValidateTimeout}).DialContext,
-	MaxIdleConnsPerHost: 2,
-	IdleConnTimeout:     90 * time.Second,
-}}
 
 // checkParamsPlugin asks one live node of group offering handler (the pinned
 // node when it is one of them, else the first in key order) to run the
@@ -65,7 +56,7 @@ func (s *server) checkParamsPlugin(ctx context.Context, nodes []cluster.NodeInfo
 	log := s.log.With(slog.String("handler", handler), slog.String("node", target.UUID), slog.String("address", target.Address()))
 	ctx, cancel := context.WithTimeout(ctx, pluginValidateTimeout)
 	defer cancel()
-	u := "http://" + target.Address() + fmt.Sprintf(nodeValidatePath, url.PathEscape(handler))
+	u := target.BaseURL() + fmt.Sprintf(nodeValidatePath, url.PathEscape(handler))
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(params))
 	if err != nil {
 		log.WarnContext(ctx, "plugin params validation skipped: bad node address", slog.Any("error", err))
@@ -73,7 +64,7 @@ func (s *server) checkParamsPlugin(ctx context.Context, nodes []cluster.NodeInfo
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+s.nodeToken)
-	resp, err := validateClient.Do(req)
+	resp, err := s.validateClient.Do(req)
 	if err != nil {
 		log.WarnContext(ctx, "plugin params validation skipped: node unreachable", slog.Any("error", err))
 		return ""

@@ -50,6 +50,7 @@ func (s *server) runControlRoutes(r *mux.Router, v1 string) {
 		Proxy:                 http.ProxyFromEnvironment,
 		ResponseHeaderTimeout: 10 * time.Second,
 		IdleConnTimeout:       90 * time.Second,
+		TLSClientConfig:       s.nodeTLS,
 	}}}
 	r.Handle(v1+"/runs/{id:[0-9]+}/kill", s.user(MaxBodyBytes, rc.killRun)).Methods(http.MethodPost)
 	r.Handle(v1+"/runs/{id:[0-9]+}/output", s.user(MaxBodyBytes, rc.runOutput)).Methods(http.MethodGet)
@@ -199,7 +200,7 @@ func (rc *runControl) proxyOutput(w http.ResponseWriter, r *http.Request, run *s
 	if err := json.Unmarshal(resp.Kvs[0].Value, &node); err != nil {
 		return false, nil
 	}
-	u := "http://" + node.Address() + fmt.Sprintf(nodeOutputPath, url.PathEscape(run.FireID))
+	u := node.BaseURL() + fmt.Sprintf(nodeOutputPath, url.PathEscape(run.FireID))
 	if !follow {
 		u += "?follow=0"
 	}

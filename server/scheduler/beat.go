@@ -14,7 +14,7 @@ import (
 )
 
 // prober is the leader-side FAILOVER beat: every interval it GETs
-// http://<node address>/healthz of each live node concurrently, each with
+// <node base URL>/healthz (http or https) of each live node concurrently, each with
 // a timeout, and remembers whose last beat failed. It runs while the loop
 // runs (start/stop), on the wall clock: a beat is real network I/O.
 type prober struct {
@@ -25,7 +25,7 @@ type prober struct {
 	rounds   *atomic.Int64 // completed rounds (tests wait on it)
 
 	mu      sync.Mutex
-	targets map[string]string // live node uuid → host:port
+	targets map[string]string // live node uuid → base URL
 	failed  map[string]bool   // node uuid → its last beat failed
 
 	cancel context.CancelFunc
@@ -54,7 +54,7 @@ func (p *prober) setNodes(nodes map[string]cluster.NodeInfo) {
 	defer p.mu.Unlock()
 	p.targets = make(map[string]string, len(nodes))
 	for uuid, n := range nodes {
-		p.targets[uuid] = n.Address()
+		p.targets[uuid] = n.BaseURL()
 	}
 	for uuid := range p.failed {
 		if _, ok := nodes[uuid]; !ok {
@@ -155,7 +155,7 @@ func (p *prober) round(ctx context.Context) {
 func (p *prober) beat(ctx context.Context, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, addr+"/healthz", nil)
 	if err != nil {
 		return fmt.Errorf("beat %s: %w", addr, err)
 	}

@@ -18,7 +18,7 @@
 //	           leader watch    /Cronix/leader          → another term's claim: return ErrFenced
 //	           relist timer    (30 s)                  → reload every enabled job and every group
 //	      beat prober (own goroutine, every BeatInterval = 2 s, wall clock):
-//	           GET http://<node address>/healthz of each live node, concurrently,
+//	           GET <node base URL>/healthz of each live node, concurrently,
 //	           BeatTimeout (1 s) each → the set of nodes whose last beat failed
 //	      ─► ctx cancelled → return nil;  write fenced → return ErrFenced
 //

@@ -30,6 +30,7 @@ import (
 	"github.com/cronix/cronix/plugins/shell"
 	"github.com/cronix/cronix/server"
 	"github.com/cronix/cronix/server/alert"
+	"github.com/cronix/cronix/server/auth"
 	"github.com/cronix/cronix/server/embedetcd"
 	"github.com/cronix/cronix/server/schedule"
 )
@@ -83,11 +84,32 @@ func defaultCommon() commonConfig {
 	return commonConfig{LogLevel: "info", LogFormat: "text", EtcdRoot: cluster.DefaultRoot}
 }
 
+// sessionConfig configures login sessions (in "cronix server" and "cronix standalone").
+type sessionConfig struct {
+	// SessionIdleTimeout ends a login session unused for that long.
+	SessionIdleTimeout time.Duration `flag:"session-idle-timeout" env:"CRONIX_SESSION_IDLE_TIMEOUT" yaml:"session_idle_timeout" help:"a login session unused for this long ends (e.g. 30m, 2h)"`
+	// SessionMaxLifetime ends a login session that long after login.
+	SessionMaxLifetime time.Duration `flag:"session-max-lifetime" env:"CRONIX_SESSION_MAX_LIFETIME" yaml:"session_max_lifetime" help:"a login session ends this long after login, used or not (e.g. 24h)"`
+}
+
+func defaultSession() sessionConfig {
+	return sessionConfig{SessionIdleTimeout: auth.DefaultSessionIdleTimeout, SessionMaxLifetime: auth.DefaultSessionMaxLifetime}
+}
+
+// validate checks the session limits.
+func (c sessionConfig) validate() error {
+	if c.SessionIdleTimeout <= 0 || c.SessionMaxLifetime <= 0 {
+		return errors.New("--session-idle-timeout and --session-max-lifetime must be positive")
+	}
+	return nil
+}
+
 // standaloneConfig configures "cronix standalone".
 type standaloneConfig struct {
 	commonConfig
 	pluginConfig
 	alertConfig
+	sessionConfig
 	// DataDir holds etcd, SQLite, raft and node state.
 	DataDir string `flag:"data-dir" env:"CRONIX_DATA_DIR" yaml:"data_dir" help:"directory for etcd, SQLite, raft and node data"`
 	// HTTPAddr is where the API and UI listen.
@@ -112,6 +134,7 @@ type standaloneConfig struct {
 type serverConfig struct {
 	commonConfig
 	alertConfig
+	sessionConfig
 	ID      string `flag:"id" env:"CRONIX_SERVER_ID" yaml:"id" help:"unique id of this replica (default: host:raft-port)"`
 	DataDir string `flag:"data-dir" env:"CRONIX_DATA_DIR" yaml:"data_dir" help:"directory for raft state"`
 	etcdClientConfig
@@ -228,13 +251,13 @@ type nodeConfig struct {
 }
 
 func defaultStandalone() standaloneConfig {
-	return standaloneConfig{commonConfig: defaultCommon(), DataDir: "./data", HTTPAddr: "127.0.0.1:8080",
+	return standaloneConfig{commonConfig: defaultCommon(), sessionConfig: defaultSession(), DataDir: "./data", HTTPAddr: "127.0.0.1:8080",
 		EtcdClientAddr: "127.0.0.1:2379", EtcdPeerAddr: "127.0.0.1:2380", RaftAddr: "127.0.0.1:7946",
 		NodeGroup: "default", OutputCap: 1 << 20}
 }
 
 func defaultServer() serverConfig {
-	return serverConfig{commonConfig: defaultCommon(), etcdClientConfig: defaultEtcdClient(), DataDir: "./data",
+	return serverConfig{commonConfig: defaultCommon(), sessionConfig: defaultSession(), etcdClientConfig: defaultEtcdClient(), DataDir: "./data",
 		HTTPAddr: "127.0.0.1:8080", RaftAddr: "127.0.0.1:7946", DispatchMaxOps: 128}
 }
 
@@ -291,6 +314,9 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 	if err != nil {
 		return err
 	}
+	if err := cfg.validate(); err != nil {
+		return err
+	}
 	loc, err := loadLocation(cfg.Timezone)
 	if err != nil {
 		return err
@@ -333,6 +359,7 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 		RaftAddr: cfg.RaftAddr, RaftBootstrap: true, Location: loc, NodeToken: token,
 		AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"), DispatchMaxOps: embedetcd.DefaultMaxTxnOps,
 		Version: buildinfo.String(), Logger: log, Alert: cfg.alertServiceConfig(),
+		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionMaxLifetime: cfg.SessionMaxLifetime,
 	}, cli)
 	if err != nil {
 		return err
@@ -375,6 +402,9 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
+	if err := cfg.validate(); err != nil {
+		return err
+	}
 	if err := requireNodeToken(&cfg.NodeToken); err != nil {
 		return err
 	}
@@ -409,7 +439,8 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 		RaftPeers: cfg.RaftPeers, Location: loc, NodeToken: cfg.NodeToken, AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"),
 		TLSCertFile: cfg.TLSCert, TLSKeyFile: cfg.TLSKey, NodeTLS: nodeTLS,
 		DispatchMaxOps: cfg.DispatchMaxOps, Version: buildinfo.String(), Logger: log,
-		Alert: cfg.alertServiceConfig(),
+		Alert:              cfg.alertServiceConfig(),
+		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionMaxLifetime: cfg.SessionMaxLifetime,
 	}, cli)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@
 //	cronix plugin NAME  serve a built-in handler plugin (started by the node)
 //	cronix plugin verify FILE, cronix plugin list --plugin-dir DIR
 //	                    check a plugin binary; list a plugin dir as a node would load it
+//	cronix user         list, add users or reset a password in the database (break-glass)
 //	cronix version      print the version
 package main
 
@@ -37,6 +38,7 @@ Commands:
   plugin NAME  serve a built-in handler plugin (the node starts these itself)
   plugin verify FILE          check a plugin binary: handshake, handlers, schema; print its checksum entry
   plugin list --plugin-dir DIR  every plugin in DIR and whether a node would load it
+  user list|add|passwd   manage users in the database of a stopped server (break-glass)
   version      print the version
   docs configuration   print the configuration reference (Markdown)
 
@@ -68,6 +70,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		err = runEtcd(ctx, rest, getenv, stdout, stderr)
 	case "plugin":
 		err = runPlugin(ctx, rest, stdout, stderr)
+	case "user":
+		err = runUser(ctx, rest, getenv, os.Stdin, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "cronix", buildinfo.String())
 	case "docs":

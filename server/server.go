@@ -64,6 +64,9 @@ type Config struct {
 	NodeToken string
 	// AdminPassword is the password of the admin user created on first start ("" = random).
 	AdminPassword string
+	// SessionIdleTimeout and SessionMaxLifetime bound login sessions (0 = the auth defaults).
+	SessionIdleTimeout time.Duration
+	SessionMaxLifetime time.Duration
 	// DispatchMaxOps caps operations per etcd transaction.
 	DispatchMaxOps int
 	// Version is reported in the server registration.
@@ -177,6 +180,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Compat: compat.New(compat.Config{Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, NodeToken: s.cfg.NodeToken,
 			Location: s.cfg.Location, Logger: s.cfg.Logger}),
 		Cluster: s.raft, Alerts: s.alerts, NodeTLS: s.cfg.NodeTLS,
+		SessionIdleTimeout: s.cfg.SessionIdleTimeout, SessionMaxLifetime: s.cfg.SessionMaxLifetime,
 	})
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	s.wg.Add(1)

@@ -1,5 +1,6 @@
-// Package api is Cronix's REST API (/api/v1) and HTTP front door: login and
-// bearer-token authentication, job CRUD with validation against the live
+// Package api is Cronix's REST API (/api/v1) and HTTP front door: login
+// sessions, API tokens, users, the audit log, authorization of every route
+// (authorize.go, against server/authz's route table), job CRUD with validation against the live
 // cluster, manual triggers, run history, the node list, and the internal
 // result intake nodes report to. Every replica serves it; writes go to SQL
 // first and are then signalled to the trigger leader through etcd.
@@ -24,12 +25,14 @@ import (
 
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/server/auth"
+	"github.com/cronix/cronix/server/authz"
 	"github.com/cronix/cronix/server/store"
 )
 
 // Store is the part of the SQL record the API uses.
 type Store interface {
-	auth.SessionStore
+	auth.Store
+	userStore
 
 	EnsureGroup(ctx context.Context, appName, title string) (*store.Group, error)
 
@@ -41,6 +44,7 @@ type Store interface {
 
 	CreateGroup(ctx context.Context, g *store.Group) error
 	GetGroup(ctx context.Context, id int64) (*store.Group, error)
+	GroupByName(ctx context.Context, appName string) (*store.Group, error)
 	UpdateGroup(ctx context.Context, g *store.Group) error
 	DeleteGroup(ctx context.Context, id int64) error
 	FindGroups(ctx context.Context, f store.GroupFilter, p store.Page) ([]store.Group, int, error)
@@ -55,9 +59,6 @@ type Store interface {
 }
 
 var _ Store = (*store.Store)(nil)
-
-// DefaultTokenTTL is how long a login token is valid when Config.TokenTTL is 0.
-const DefaultTokenTTL = 24 * time.Hour
 
 // Body limits.
 const (
@@ -80,8 +81,12 @@ type Config struct {
 	// NodeToken is the shared secret nodes present as a bearer token to
 	// POST /api/v1/internal/results. Empty rejects every result batch.
 	NodeToken string
-	// TokenTTL is how long a login token is valid; 0 means DefaultTokenTTL.
-	TokenTTL time.Duration
+	// SessionIdleTimeout ends a login session unused that long; 0 = auth.DefaultSessionIdleTimeout.
+	SessionIdleTimeout time.Duration
+	// SessionMaxLifetime ends a login session that long after login; 0 = auth.DefaultSessionMaxLifetime.
+	SessionMaxLifetime time.Duration
+	// Throttle slows down password guessing; nil = a Throttle with the defaults.
+	Throttle *auth.Throttle
 	// Logger receives request logs (debug) and internal errors; nil discards.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -109,8 +114,8 @@ func (c Config) Validate() error {
 	if c.Etcd == nil {
 		errs = append(errs, errors.New("api: Config.Etcd is required"))
 	}
-	if c.TokenTTL < 0 {
-		errs = append(errs, errors.New("api: Config.TokenTTL must not be negative"))
+	if c.SessionIdleTimeout < 0 || c.SessionMaxLifetime < 0 {
+		errs = append(errs, errors.New("api: Config.SessionIdleTimeout and SessionMaxLifetime must not be negative"))
 	}
 	return errors.Join(errs...)
 }
@@ -122,7 +127,8 @@ type server struct {
 	keys      cluster.Keys
 	loc       *time.Location
 	nodeToken string
-	tokenTTL  time.Duration
+	sessions  *auth.Sessions
+	throttle  *auth.Throttle
 	log       *slog.Logger
 	now       func() time.Time
 	cluster   ClusterInfo
@@ -131,6 +137,7 @@ type server struct {
 	// validateClient calls nodes' validate endpoints: direct (no proxy),
 	// each call bounded by pluginValidateTimeout through its context.
 	validateClient *http.Client
+	compat         http.Handler
 }
 
 // New returns the HTTP handler serving /healthz, /api/v1 and the UI. It
@@ -145,12 +152,17 @@ func New(cfg Config) http.Handler {
 		keys:      cfg.Keys,
 		loc:       cfg.Location,
 		nodeToken: cfg.NodeToken,
-		tokenTTL:  cfg.TokenTTL,
+		sessions:  &auth.Sessions{Store: cfg.Store, IdleTimeout: cfg.SessionIdleTimeout, MaxLifetime: cfg.SessionMaxLifetime},
+		throttle:  cfg.Throttle,
 		log:       cfg.Logger,
 		now:       cfg.Now,
 		cluster:   cfg.Cluster,
 		alerts:    cfg.Alerts,
 		nodeTLS:   cfg.NodeTLS,
+		compat:    cfg.Compat,
+	}
+	if s.throttle == nil {
+		s.throttle = &auth.Throttle{}
 	}
 	s.validateClient = &http.Client{Transport: &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: pluginValidateTimeout}).DialContext,
@@ -160,9 +172,6 @@ func New(cfg Config) http.Handler {
 	}}
 	if s.loc == nil {
 		s.loc = time.Local
-	}
-	if s.tokenTTL == 0 {
-		s.tokenTTL = DefaultTokenTTL
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -177,12 +186,8 @@ func New(cfg Config) http.Handler {
 	router := s.routes()
 	front := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
-		if p == "/healthz" || p == "/api" || strings.HasPrefix(p, "/api/") {
+		if p == "/healthz" || p == "/api" || strings.HasPrefix(p, "/api/") || (cfg.Compat != nil && isCompatPath(p)) {
 			router.ServeHTTP(w, r)
-			return
-		}
-		if cfg.Compat != nil && (strings.HasPrefix(p, "/jobinfo/") || strings.HasPrefix(p, "/jobgroup/")) {
-			cfg.Compat.ServeHTTP(w, r)
 			return
 		}
 		ui.ServeHTTP(w, r)
@@ -190,16 +195,22 @@ func New(cfg Config) http.Handler {
 	return s.logRequests(front)
 }
 
-// routes builds the router of /healthz and /api.
+// routes builds the router of /healthz, /api and the compat API. Every
+// route passes through authorize, which checks it against authz.Routes:
+// a new route needs its line there (see server/authz).
 func (s *server) routes() *mux.Router {
 	r := mux.NewRouter()
 	r.NotFoundHandler = s.handle(func(http.ResponseWriter, *http.Request) error { return errRouteNotFound })
 	r.MethodNotAllowedHandler = s.handle(func(http.ResponseWriter, *http.Request) error { return errMethodNotAllowed })
+	r.Use(s.authorize)
 
 	r.Handle("/healthz", s.handle(s.healthz)).Methods(http.MethodGet, http.MethodHead)
 
 	const v1 = "/api/v1"
 	r.Handle(v1+"/auth/login", s.body(MaxBodyBytes, s.handle(s.login))).Methods(http.MethodPost)
+	r.Handle(v1+"/auth/logout", s.user(MaxBodyBytes, s.logout)).Methods(http.MethodPost)
+	r.Handle(v1+"/auth/me", s.user(MaxBodyBytes, s.me)).Methods(http.MethodGet)
+	r.Handle(v1+"/auth/password", s.user(MaxBodyBytes, s.changePassword)).Methods(http.MethodPost)
 
 	r.Handle(v1+"/jobs", s.user(MaxBodyBytes, s.listJobs)).Methods(http.MethodGet)
 	r.Handle(v1+"/jobs", s.user(MaxBodyBytes, s.createJob)).Methods(http.MethodPost)
@@ -222,9 +233,32 @@ func (s *server) routes() *mux.Router {
 	s.openAPIRoutes(r, v1)    // openapi.go: the OpenAPI 3 document
 	s.clusterRoutes(r, v1)    // cluster.go: replicas, leader, term, raft health
 	s.alertRoutes(r, v1)      // alerts.go: alert events, test send, alerting settings
+	s.userRoutes(r, v1)       // users.go: users and their group grants
+	s.tokenRoutes(r, v1)      // tokens.go: API tokens
+	s.auditRoutes(r, v1)      // audit.go: the audit log
 
 	r.Handle(v1+"/internal/results", s.body(MaxResultBodyBytes, s.node(s.postResults))).Methods(http.MethodPost)
+
+	s.compatRoutes(r)
 	return r
+}
+
+// compatRoutes sends the xxl-job-compatible API's paths (those of
+// authz.Routes) to Config.Compat, through the same authorization; other
+// paths under its prefixes reach it to be answered 404/405 there.
+func (s *server) compatRoutes(r *mux.Router) {
+	if s.compat == nil {
+		return
+	}
+	for key := range authz.Routes {
+		method, path, _ := strings.Cut(key, " ")
+		if method == "*" || !isCompatPath(path) {
+			continue
+		}
+		r.Handle(path, s.compat).Methods(method)
+	}
+	r.PathPrefix("/jobinfo/").Handler(s.compat)
+	r.PathPrefix("/jobgroup/").Handler(s.compat)
 }
 
 // handlerFunc is an API handler: it writes a success response itself or
@@ -248,25 +282,16 @@ func (s *server) body(limit int64, next http.Handler) http.Handler {
 	})
 }
 
-// user wraps h with a body limit and user bearer-token authentication.
+// user wraps the handler of a user route with a body limit. Who may call
+// it is authz.Routes' business, enforced by authorize.
 func (s *server) user(limit int64, h handlerFunc) http.Handler {
-	return s.body(limit, s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		u, err := s.authenticate(r)
-		if err != nil {
-			return err
-		}
-		return h(w, r.WithContext(withUser(r.Context(), u)))
-	}))
+	return s.body(limit, s.handle(h))
 }
 
-// node wraps h with node-token authentication.
+// node wraps the handler of a node route (authz.Node: node token only,
+// enforced by authorize).
 func (s *server) node(h handlerFunc) http.Handler {
-	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		if !s.nodeAuthorized(r) {
-			return errUnauthorized
-		}
-		return h(w, r)
-	})
+	return s.handle(h)
 }
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) error {
@@ -339,4 +364,28 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 			slog.Int("status", status),
 			slog.Duration("duration", time.Since(start)))
 	})
+}
+
+// Routes lists every route the API router serves, as authz.Routes keys
+// ("METHOD /path/{var}"; "* /prefix/" for a catch-all), walking the same
+// router New builds (with the compat API mounted). Tests use it to check
+// that every route has an authorization rule.
+func Routes() ([]string, error) {
+	s := &server{log: slog.New(slog.DiscardHandler), compat: http.NotFoundHandler(), throttle: &auth.Throttle{}}
+	var out []string
+	err := s.routes().Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+		tmpl, err := route.GetPathTemplate()
+		if err != nil {
+			return nil //nolint:nilerr // a route without a path template matches nothing by path
+		}
+		methods, err := route.GetMethods()
+		if err != nil {
+			methods = []string{"*"} // no method matcher: every method
+		}
+		for _, m := range methods {
+			out = append(out, authz.Key(m, tmpl))
+		}
+		return nil
+	})
+	return out, err
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/server/api"
 	"github.com/cronix/cronix/server/auth"
+	"github.com/cronix/cronix/server/compat"
 	"github.com/cronix/cronix/server/embedetcd/etcdtest"
 	"github.com/cronix/cronix/server/store"
 )
@@ -79,6 +80,8 @@ type bundle struct {
 	clock *clock
 	logs  *syncBuffer
 	token string // admin bearer token
+	// throttle is the server's login throttle (tests may tune it before use).
+	throttle *auth.Throttle
 }
 
 func setup(t *testing.T) *bundle {
@@ -103,19 +106,21 @@ func setup(t *testing.T) *bundle {
 	})
 
 	b := &bundle{
-		t: t, ctx: ctx, store: st, etcd: cli, keys: keys,
+		t: t, ctx: ctx, store: st, etcd: cli, keys: keys, throttle: &auth.Throttle{},
 		clock: &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)},
 		logs:  &syncBuffer{},
 	}
 	h := api.New(api.Config{
-		Store:     st,
-		Etcd:      cli,
-		Keys:      keys,
-		Location:  time.UTC,
-		NodeToken: nodeToken,
-		TokenTTL:  time.Hour,
-		Logger:    slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Now:       b.clock.Now,
+		Store:              st,
+		Etcd:               cli,
+		Keys:               keys,
+		Location:           time.UTC,
+		NodeToken:          nodeToken,
+		SessionMaxLifetime: time.Hour,
+		Logger:             slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Now:                b.clock.Now,
+		Compat:             compat.New(compat.Config{Store: st, Etcd: cli, Keys: keys, Location: time.UTC, Now: b.clock.Now}),
+		Throttle:           b.throttle,
 	})
 	b.srv = httptest.NewServer(h)
 	t.Cleanup(b.srv.Close)

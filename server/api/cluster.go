@@ -195,6 +195,9 @@ func (s *server) addClusterServer(w http.ResponseWriter, r *http.Request) error 
 	if err := s.cluster.AddVoter(r.Context(), req.ID, req.Address); err != nil {
 		return s.membershipError(err)
 	}
+	setAudit(r.Context(), func(a *auditRecord) {
+		a.action, a.objectType, a.objectID, a.diff = "create", "cluster_server", req.ID, req
+	})
 	out, err := s.clusterStatus(r.Context())
 	if err != nil {
 		return err
@@ -211,6 +214,7 @@ func (s *server) removeClusterServer(w http.ResponseWriter, r *http.Request) err
 	if err := s.cluster.RemoveServer(r.Context(), mux.Vars(r)["id"]); err != nil {
 		return s.membershipError(err)
 	}
+	setAudit(r.Context(), func(a *auditRecord) { a.action, a.objectType = "delete", "cluster_server" })
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -56,10 +56,126 @@ type LoginRequest struct {
 
 // LoginResponse is the reply to a successful login.
 type LoginResponse struct {
-	// Token is the bearer token for Authorization headers.
+	// Token is the session token: also set as the cronix_session cookie,
+	// and usable as a bearer token.
 	Token string `json:"token"`
-	// ExpiresAt is when the token stops working.
+	// ExpiresAt is when the session ends at the latest (it ends earlier
+	// when unused for the idle timeout).
 	ExpiresAt Time `json:"expires_at"`
+	// CSRFToken must be sent as X-CSRF-Token with unsafe cookie-authenticated requests.
+	CSRFToken string `json:"csrf_token"`
+	// User is who logged in.
+	User User `json:"user"`
+}
+
+// MeResponse is the reply of GET /api/v1/auth/me.
+type MeResponse struct {
+	ID       int64   `json:"id"`
+	Username string  `json:"username"`
+	Role     string  `json:"role"`
+	Groups   []int64 `json:"groups"`
+	Disabled bool    `json:"disabled"`
+	// CSRFToken is the session's CSRF token ("" for an API token).
+	CSRFToken string `json:"csrf_token"`
+}
+
+// PasswordChangeRequest is the body of POST /api/v1/auth/password.
+type PasswordChangeRequest struct {
+	OldPassword string `json:"old_password"`
+	NewPassword string `json:"new_password"`
+}
+
+// PasswordResetRequest is the body of POST /api/v1/users/{id}/password.
+type PasswordResetRequest struct {
+	Password string `json:"password"`
+}
+
+// User is a user of the users API (never its password).
+type User struct {
+	ID        int64   `json:"id"`
+	Username  string  `json:"username"`
+	Role      string  `json:"role"`
+	Groups    []int64 `json:"groups"`
+	Disabled  bool    `json:"disabled"`
+	CreatedAt Time    `json:"created_at"`
+	UpdatedAt Time    `json:"updated_at"`
+}
+
+func userFromStore(u *store.User) User {
+	groups := u.Groups
+	if groups == nil {
+		groups = []int64{}
+	}
+	return User{ID: u.ID, Username: u.Username, Role: u.Role, Groups: groups, Disabled: u.Disabled,
+		CreatedAt: Time{u.CreatedAt}, UpdatedAt: Time{u.UpdatedAt}}
+}
+
+// UserCreateRequest is the body of POST /api/v1/users.
+type UserCreateRequest struct {
+	Username string  `json:"username"`
+	Password string  `json:"password"`
+	Role     string  `json:"role"`
+	Groups   []int64 `json:"groups"`
+}
+
+// UserPatchRequest is the body of PATCH /api/v1/users/{id}: absent fields stay.
+type UserPatchRequest struct {
+	Username *string  `json:"username"`
+	Role     *string  `json:"role"`
+	Groups   *[]int64 `json:"groups"`
+	Disabled *bool    `json:"disabled"`
+}
+
+// UserGroups is the body and reply of GET/PUT /api/v1/users/{id}/groups.
+type UserGroups struct {
+	Groups []int64 `json:"groups"`
+}
+
+// TokenRequest is the body of POST /api/v1/tokens.
+type TokenRequest struct {
+	Name      string  `json:"name"`
+	ExpiresAt *Time   `json:"expires_at"`
+	Role      string  `json:"role"`
+	Groups    []int64 `json:"groups"`
+}
+
+// Token is an API token as listed (never its secret).
+type Token struct {
+	ID        int64   `json:"id"`
+	Name      string  `json:"name"`
+	User      string  `json:"user"`
+	Role      string  `json:"role"`
+	Groups    []int64 `json:"groups"`
+	ExpiresAt Time    `json:"expires_at"`
+	CreatedAt Time    `json:"created_at"`
+}
+
+// TokenCreated is the reply of POST /api/v1/tokens: the only time the
+// secret is shown.
+type TokenCreated struct {
+	Token
+	Secret string `json:"secret"`
+}
+
+func tokenFromStore(t *store.AccessToken) Token {
+	groups := t.Groups
+	if groups == nil {
+		groups = []int64{}
+	}
+	return Token{ID: t.ID, Name: t.Name, User: t.Username, Role: t.Role, Groups: groups,
+		ExpiresAt: timeOf(t.ExpiresAt), CreatedAt: Time{t.CreatedAt}}
+}
+
+// AuditEntry is an entry of GET /api/v1/audit.
+type AuditEntry struct {
+	ID         int64           `json:"id"`
+	At         Time            `json:"at"`
+	User       string          `json:"user"`
+	Address    string          `json:"address"`
+	Action     string          `json:"action"`
+	ObjectType string          `json:"object_type"`
+	ObjectID   string          `json:"object_id"`
+	Diff       json.RawMessage `json:"diff"`
 }
 
 // JobRequest is the body of POST /api/v1/jobs and PUT /api/v1/jobs/{id}:

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cronix/cronix/server/store"
 )
@@ -53,10 +56,27 @@ func (e *statusError) Error() string { return e.msg }
 
 var (
 	errUnauthorized     = &statusError{http.StatusUnauthorized, "missing or invalid bearer token"}
+	errForbidden        = &statusError{http.StatusForbidden, "your role does not allow this"}
+	errCSRF             = &statusError{http.StatusForbidden, "missing or invalid CSRF token"}
 	errBadCredentials   = &statusError{http.StatusUnauthorized, "invalid username or password"}
 	errRouteNotFound    = &statusError{http.StatusNotFound, "no such API route"}
 	errMethodNotAllowed = &statusError{http.StatusMethodNotAllowed, "method not allowed on this route"}
 )
+
+// StatusOf returns the HTTP status and public message of an error with a
+// fixed status (401, 403, ...), for other front doors (server/compat).
+func StatusOf(err error) (status int, msg string, ok bool) {
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.status, se.msg, true
+	}
+	return 0, "", false
+}
+
+// throttledError is a login refused until retryAfter has passed (429).
+type throttledError struct{ retryAfter time.Duration }
+
+func (e *throttledError) Error() string { return "too many failed logins, retry later" }
 
 // publicError attaches a message fit for the client to an error that keeps
 // its kind (errors.Is/As see through it), e.g. "job 7 not found" on a
@@ -92,10 +112,15 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ve  *ValidationError
 		se  *statusError
 		mbe *http.MaxBytesError
+		te  *throttledError
 	)
 	resp := ErrorResponse{}
 	status := http.StatusInternalServerError
 	switch {
+	case errors.As(err, &te):
+		secs := int64(math.Ceil(te.retryAfter.Seconds()))
+		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+		status, resp.Error = http.StatusTooManyRequests, te.Error()
 	case errors.As(err, &ve):
 		status, resp.Error, resp.Fields = http.StatusBadRequest, ve.Message, ve.Fields
 	case errors.As(err, &mbe):

@@ -182,8 +182,9 @@ func (s *server) listGroups(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	f := store.GroupFilter{AppName: strings.TrimSpace(q.Get("appname")), Title: strings.TrimSpace(q.Get("title"))}
 	ctx := r.Context()
+	f := store.GroupFilter{AppName: strings.TrimSpace(q.Get("appname")), Title: strings.TrimSpace(q.Get("title")),
+		Scope: PrincipalFrom(ctx).Scope()}
 	groups, total, err := s.store.FindGroups(ctx, f, p)
 	if err != nil {
 		return fmt.Errorf("list groups: %w", err)
@@ -221,6 +222,7 @@ func (s *server) createGroup(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.CreateGroup(ctx, g); err != nil {
 		return public(err, "a group with appname %q exists", g.AppName)
 	}
+	setAudit(ctx, func(a *auditRecord) { a.objectID, a.diff = strconv.FormatInt(g.ID, 10), groupFromStore(g, nil) })
 	if err := s.signalGroup(ctx, g.AppName); err != nil {
 		return err
 	}
@@ -253,9 +255,14 @@ func (s *server) updateGroup(w http.ResponseWriter, r *http.Request) error {
 	}
 	g.ID = id
 	ctx := r.Context()
+	old, err := s.store.GetGroup(ctx, id)
+	if err != nil {
+		return public(err, "group %d not found", id)
+	}
 	if err := s.store.UpdateGroup(ctx, g); err != nil {
 		return public(err, "cannot update group %d (not found, appname %q taken, or renaming a group that has jobs)", id, g.AppName)
 	}
+	setAudit(ctx, func(a *auditRecord) { a.diff = diffOf(groupFromStore(old, nil), groupFromStore(g, nil)) })
 	if err := s.signalGroup(ctx, g.AppName); err != nil {
 		return err
 	}
@@ -276,6 +283,7 @@ func (s *server) deleteGroup(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.DeleteGroup(ctx, id); err != nil {
 		return public(err, "cannot delete group %d (not found, or jobs use it)", id)
 	}
+	setAudit(ctx, func(a *auditRecord) { a.diff = groupFromStore(old, nil) })
 	if err := s.signalGroup(ctx, old.AppName); err != nil {
 		return err
 	}

@@ -274,6 +274,9 @@ func (s *server) saveNewJob(ctx context.Context, req JobRequest) (*store.Job, er
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkJobGroup(ctx, j.Group); err != nil {
+		return nil, err
+	}
 	if _, err := s.store.EnsureGroup(ctx, j.Group, j.Group); err != nil {
 		return nil, fmt.Errorf("ensure group %q: %w", j.Group, err)
 	}
@@ -283,6 +286,9 @@ func (s *server) saveNewJob(ctx context.Context, req JobRequest) (*store.Job, er
 		}
 		return nil, public(err, "cannot create job %q", j.Name)
 	}
+	setAudit(ctx, func(a *auditRecord) {
+		a.objectType, a.objectID, a.diff = "job", strconv.FormatInt(j.ID, 10), jobFromStore(j)
+	})
 	if err := s.signalJob(ctx, j); err != nil {
 		return nil, err
 	}
@@ -324,13 +330,16 @@ func (s *server) updateJob(w http.ResponseWriter, r *http.Request) error {
 // saveJob validates req as the new content of job id, stores it and
 // signals the leader.
 func (s *server) saveJob(ctx context.Context, id int64, req JobRequest) (*store.Job, error) {
+	old, err := s.visibleJob(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	j, err := s.validJob(ctx, id, req)
 	if err != nil {
 		return nil, err
 	}
-	old, err := s.store.GetJob(ctx, id)
-	if err != nil {
-		return nil, public(err, "job %d not found", id)
+	if err := s.checkJobGroup(ctx, j.Group); err != nil {
+		return nil, err
 	}
 	if _, err := s.store.EnsureGroup(ctx, j.Group, j.Group); err != nil {
 		return nil, fmt.Errorf("ensure group %q: %w", j.Group, err)
@@ -344,6 +353,9 @@ func (s *server) saveJob(ctx context.Context, id int64, req JobRequest) (*store.
 		}
 		return nil, public(err, "job %d not found", id)
 	}
+	setAudit(ctx, func(a *auditRecord) {
+		a.objectType, a.objectID, a.diff = "job", strconv.FormatInt(id, 10), diffOf(jobFromStore(old), jobFromStore(j))
+	})
 	if err := s.signalJob(ctx, j); err != nil {
 		return nil, err
 	}
@@ -365,9 +377,16 @@ func (s *server) deleteJob(w http.ResponseWriter, r *http.Request) error {
 
 // removeJob deletes job id and its signal key.
 func (s *server) removeJob(ctx context.Context, id int64) error {
+	old, err := s.visibleJob(ctx, id)
+	if err != nil {
+		return err
+	}
 	if err := s.store.DeleteJob(ctx, id); err != nil {
 		return public(err, "job %d not found", id)
 	}
+	setAudit(ctx, func(a *auditRecord) {
+		a.objectType, a.objectID, a.diff = "job", strconv.FormatInt(id, 10), jobFromStore(old)
+	})
 	if _, err := s.etcd.Delete(ctx, s.keys.JobSignal(id)); err != nil {
 		return fmt.Errorf("job %d deleted but removing its signal failed: %w", id, err)
 	}
@@ -384,6 +403,7 @@ func (s *server) listJobs(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	f := store.JobFilter{
+		Scope:    PrincipalFrom(r.Context()).Scope(),
 		Group:    strings.TrimSpace(q.Get("group")),
 		Handler:  strings.TrimSpace(q.Get("handler")),
 		Author:   strings.TrimSpace(q.Get("author")),
@@ -428,9 +448,9 @@ func (s *server) triggerJob(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	j, err := s.store.GetJob(ctx, id)
+	j, err := s.visibleJob(ctx, id)
 	if err != nil {
-		return public(err, "job %d not found", id)
+		return err
 	}
 	req.Node = strings.TrimSpace(req.Node)
 	var nodes []cluster.NodeInfo
@@ -448,10 +468,7 @@ func (s *server) triggerJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	once := cluster.OnceRequest{Node: req.Node, RequestedAt: s.now().UTC(), Params: params}
-	if u := userFrom(ctx); u != nil {
-		once.RequestedBy = u.Username
-	}
+	once := cluster.OnceRequest{Node: req.Node, RequestedAt: s.now().UTC(), Params: params, RequestedBy: userName(ctx)}
 	if err := s.putOnce(ctx, id, once); err != nil {
 		return err
 	}
@@ -755,9 +772,10 @@ func (j *Jobs) Delete(ctx context.Context, id int64) error { return j.s.removeJo
 
 // Trigger asks the leader to fire job id once on its normal routing.
 func (j *Jobs) Trigger(ctx context.Context, id int64, requestedBy string) error {
-	if _, err := j.s.store.GetJob(ctx, id); err != nil {
-		return public(err, "job %d not found", id)
+	if _, err := j.s.visibleJob(ctx, id); err != nil {
+		return err
 	}
+	setAudit(ctx, func(a *auditRecord) { a.objectType, a.objectID = "job", strconv.FormatInt(id, 10) })
 	return j.s.putOnce(ctx, id, cluster.OnceRequest{RequestedAt: j.s.now().UTC(), RequestedBy: requestedBy})
 }
 

@@ -13,6 +13,8 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cronix/cronix/server/auth"
 )
 
 // openAPIDoc is the part of an OpenAPI 3 document these tests read.
@@ -35,7 +37,7 @@ func parseOpenAPI(t *testing.T, b []byte) openAPIDoc {
 // testRouter is the router New serves /api with, built without a store or
 // etcd: handlers are never run by the route walk.
 func testRouter() *mux.Router {
-	s := &server{log: slog.New(slog.DiscardHandler), loc: time.UTC, now: time.Now, tokenTTL: DefaultTokenTTL}
+	s := &server{log: slog.New(slog.DiscardHandler), loc: time.UTC, now: time.Now, throttle: &auth.Throttle{}}
 	return s.routes()
 }
 

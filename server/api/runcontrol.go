@@ -96,13 +96,6 @@ func (rc *runControl) killRun(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func userName(ctx context.Context) string {
-	if u := userFrom(ctx); u != nil {
-		return u.Username
-	}
-	return ""
-}
-
 // markProcsKilled sets Killed in every proc key of the run's fire on its
 // node, each with a txn on the key's mod revision (retried when the node
 // changed it meanwhile). It reports whether any proc key was found.

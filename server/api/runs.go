@@ -82,6 +82,7 @@ func parseRunFilter(r *http.Request) (store.Page, store.RunFilter, error) {
 
 // writeRuns writes the page of runs f selects.
 func (s *server) writeRuns(w http.ResponseWriter, r *http.Request, f store.RunFilter, p store.Page) error {
+	f.Scope = PrincipalFrom(r.Context()).Scope()
 	runs, total, err := s.store.FindRuns(r.Context(), f, p)
 	if err != nil {
 		return fmt.Errorf("list runs: %w", err)

@@ -4,23 +4,47 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cronix/cronix/server/auth"
+	"github.com/cronix/cronix/server/authz"
 	"github.com/cronix/cronix/server/store"
 )
 
-type userKey struct{}
+// SessionCookie is the name of the login session cookie.
+const SessionCookie = "cronix_session"
 
-func withUser(ctx context.Context, u *store.User) context.Context {
-	return context.WithValue(ctx, userKey{}, u)
+// CSRFHeader carries the session's CSRF token on unsafe cookie-authenticated requests.
+const CSRFHeader = "X-CSRF-Token"
+
+// XXLTokenHeader is xxl-job's access token header, accepted on the compat API.
+const XXLTokenHeader = "XXL-JOB-ACCESS-TOKEN"
+
+type principalKey struct{}
+
+func withPrincipal(ctx context.Context, p *authz.Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
 }
 
-// userFrom returns the authenticated user of a request context, or nil.
-func userFrom(ctx context.Context) *store.User {
-	u, _ := ctx.Value(userKey{}).(*store.User)
-	return u
+// PrincipalFrom returns who is calling, as the authorization middleware
+// found it, or nil on public and node routes.
+func PrincipalFrom(ctx context.Context) *authz.Principal {
+	p, _ := ctx.Value(principalKey{}).(*authz.Principal)
+	return p
+}
+
+// userName is the name of the calling user, "" when none.
+func userName(ctx context.Context) string {
+	if p := PrincipalFrom(ctx); p != nil {
+		return p.Username
+	}
+	return ""
 }
 
 // bearerToken returns the token of an "Authorization: Bearer <token>" header.
@@ -32,13 +56,36 @@ func bearerToken(r *http.Request) string {
 	return strings.TrimSpace(token)
 }
 
-// authenticate resolves the request's bearer token to a user.
-func (s *server) authenticate(r *http.Request) (*store.User, error) {
-	u, err := auth.Authenticate(r.Context(), s.store, bearerToken(r), s.now())
+// isCompatPath reports whether p is served by the xxl-job-compatible API.
+func isCompatPath(p string) bool {
+	return strings.HasPrefix(p, "/jobinfo/") || strings.HasPrefix(p, "/jobgroup/")
+}
+
+// authenticate resolves the request's credentials to a principal: a bearer
+// token (session or API token), the compat API's XXL-JOB-ACCESS-TOKEN, or
+// the session cookie (then Principal.Cookie is set and CSRF applies).
+func (s *server) authenticate(r *http.Request) (*authz.Principal, error) {
+	secret, cookie := bearerToken(r), false
+	if secret == "" && isCompatPath(r.URL.Path) {
+		secret = strings.TrimSpace(r.Header.Get(XXLTokenHeader))
+	}
+	if secret == "" {
+		if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
+			secret, cookie = c.Value, true
+		}
+	}
+	p, err := s.sessions.Resolve(r.Context(), secret, s.now())
 	if errors.Is(err, auth.ErrInvalidToken) {
 		return nil, errUnauthorized
 	}
-	return u, err
+	if err != nil {
+		return nil, err
+	}
+	if cookie && p.Kind != authz.KindSession {
+		return nil, errUnauthorized // an API token is never a cookie
+	}
+	p.Cookie = cookie
+	return p, nil
 }
 
 // nodeAuthorized reports whether the request carries the node token.
@@ -48,6 +95,43 @@ func (s *server) nodeAuthorized(r *http.Request) bool {
 		return false
 	}
 	return subtle.ConstantTimeCompare([]byte(token), []byte(s.nodeToken)) == 1
+}
+
+// checkCSRF requires the session's CSRF token on unsafe cookie-authenticated requests.
+func checkCSRF(r *http.Request, p *authz.Principal) error {
+	if !p.Cookie || safeMethod(r.Method) {
+		return nil
+	}
+	got := r.Header.Get(CSRFHeader)
+	if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(p.CSRFToken)) != 1 {
+		return errCSRF
+	}
+	return nil
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// clientAddress is the request's peer IP (proxies' X-Forwarded-For is not trusted).
+func clientAddress(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// setSessionCookie sets (or with maxAge < 0 clears) the session cookie.
+func setSessionCookie(w http.ResponseWriter, r *http.Request, value string, expires time.Time) {
+	c := &http.Cookie{Name: SessionCookie, Value: value, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		Secure: r.TLS != nil}
+	if value == "" {
+		c.MaxAge = -1
+	} else {
+		c.Expires = expires
+	}
+	http.SetCookie(w, c)
 }
 
 // login handles POST /api/v1/auth/login.
@@ -69,14 +153,110 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) error {
 	if len(fields) > 0 {
 		return &ValidationError{Message: "invalid login", Fields: fields}
 	}
-	expires := s.now().Add(s.tokenTTL)
-	token, err := auth.Login(r.Context(), s.store, req.Username, req.Password, expires)
+	ctx := r.Context()
+	addr := clientAddress(r)
+	now := s.now()
+	if wait := s.throttle.Check(req.Username, addr, now); wait > 0 {
+		s.log.WarnContext(ctx, "login throttled", slog.String("username", req.Username),
+			slog.String("address", addr), slog.Duration("retry_after", wait))
+		s.audit(ctx, &store.AuditEntry{Username: req.Username, Address: addr, Action: "login_throttled",
+			ObjectType: "session"})
+		return &throttledError{retryAfter: wait}
+	}
+	res, err := s.sessions.Login(ctx, req.Username, req.Password, now)
 	if errors.Is(err, auth.ErrInvalidCredentials) {
+		s.throttle.Failure(req.Username, addr, now)
+		s.log.WarnContext(ctx, "login failed", slog.String("username", req.Username), slog.String("address", addr))
+		s.audit(ctx, &store.AuditEntry{Username: req.Username, Address: addr, Action: "login_failed",
+			ObjectType: "session"})
 		return errBadCredentials
 	}
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, LoginResponse{Token: token, ExpiresAt: Time{expires}})
+	s.throttle.Success(req.Username)
+	s.audit(ctx, &store.AuditEntry{UserID: res.User.ID, Username: res.User.Username, Address: addr, Action: "login",
+		ObjectType: "user", ObjectID: strconv.FormatInt(res.User.ID, 10)})
+	setSessionCookie(w, r, res.Token, res.ExpiresAt)
+	writeJSON(w, http.StatusOK, LoginResponse{Token: res.Token, ExpiresAt: Time{res.ExpiresAt}, CSRFToken: res.CSRFToken,
+		User: userFromStore(res.User)})
+	return nil
+}
+
+// logout handles POST /api/v1/auth/logout: the session ends on every replica.
+func (s *server) logout(w http.ResponseWriter, r *http.Request) error {
+	p := PrincipalFrom(r.Context())
+	if p.Kind == authz.KindSession {
+		if err := s.store.DeleteSession(r.Context(), p.SessionHash); err != nil {
+			return err
+		}
+	}
+	setSessionCookie(w, r, "", time.Time{})
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// me handles GET /api/v1/auth/me.
+func (s *server) me(w http.ResponseWriter, r *http.Request) error {
+	p := PrincipalFrom(r.Context())
+	u, err := s.store.GetUser(r.Context(), p.UserID)
+	if err != nil {
+		return err
+	}
+	groups := p.Groups
+	if groups == nil {
+		groups = []int64{}
+	}
+	writeJSON(w, http.StatusOK, MeResponse{ID: u.ID, Username: u.Username, Role: p.Role, Groups: groups,
+		Disabled: u.Disabled, CSRFToken: p.CSRFToken})
+	return nil
+}
+
+// changePassword handles POST /api/v1/auth/password: the caller's own
+// password, given the old one. Every session of the user ends.
+func (s *server) changePassword(w http.ResponseWriter, r *http.Request) error {
+	var req PasswordChangeRequest
+	if err := decodeJSON(r, &req, true); err != nil {
+		if errors.Is(err, errEmptyBody) {
+			return &ValidationError{Message: "request body is empty"}
+		}
+		return err
+	}
+	ctx := r.Context()
+	p := PrincipalFrom(ctx)
+	u, err := s.store.GetUser(ctx, p.UserID)
+	if err != nil {
+		return err
+	}
+	fields := map[string]string{}
+	if req.OldPassword == "" {
+		fields["old_password"] = "old_password is required"
+	} else if !auth.CheckPassword(u.PasswordHash, req.OldPassword) {
+		fields["old_password"] = "old_password is wrong"
+	}
+	if msg := auth.ValidatePassword(u.Username, req.NewPassword); msg != "" {
+		fields["new_password"] = msg
+	}
+	if len(fields) > 0 {
+		return &ValidationError{Message: "invalid password change", Fields: fields}
+	}
+	if err := s.setPassword(ctx, u.ID, req.NewPassword); err != nil {
+		return err
+	}
+	setAudit(ctx, func(a *auditRecord) { a.objectType, a.objectID = "user", strconv.FormatInt(u.ID, 10) })
+	setSessionCookie(w, r, "", time.Time{})
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// setPassword hashes and stores a new password; the store ends the user's sessions.
+func (s *server) setPassword(ctx context.Context, id int64, password string) error {
+	hash, err := auth.HashPassword(password)
+	if err != nil {
+		return fmt.Errorf("set password of user %d: %w", id, err)
+	}
+	if _, _, err := s.store.UpdateUser(ctx, id, store.UserChange{PasswordHash: &hash}); err != nil {
+		return public(err, "user %d not found", id)
+	}
 	return nil
 }

@@ -81,10 +81,7 @@ func (s *server) listJobVersions(w http.ResponseWriter, r *http.Request) error {
 // savedBy is the name of the user saving a job in ctx, "" when none is
 // logged in (a front door that does not put its user in the context).
 func savedBy(ctx context.Context) string {
-	if u := userFrom(ctx); u != nil {
-		return u.Username
-	}
-	return ""
+	return userName(ctx)
 }
 
 // storeNewJob stores the new job j and its first version, saved by the
@@ -97,11 +94,4 @@ func (s *server) storeNewJob(ctx context.Context, j *store.Job) error {
 // context's user.
 func (s *server) storeJobUpdate(ctx context.Context, j *store.Job) error {
 	return s.store.UpdateJobBy(ctx, j, savedBy(ctx))
-}
-
-// WithSavedBy returns ctx carrying u as the user saving jobs through Jobs,
-// so the versions it records name u (other front doors such as
-// server/compat call it with their authenticated user).
-func WithSavedBy(ctx context.Context, u *store.User) context.Context {
-	return withUser(ctx, u)
 }

@@ -4,12 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -86,8 +84,7 @@ func TestJobVersions(t *testing.T) {
 func TestJobVersionsCompatUpdate(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	compatSrv := httptest.NewServer(compat.New(compat.Config{Store: b.store, Etcd: b.etcd, Keys: b.keys, Location: time.UTC, Now: b.clock.Now}))
-	t.Cleanup(compatSrv.Close)
+	compatSrv := b.srv // setup serves the compat API behind the same authorization
 
 	var job api.Job
 	b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, validJob(), http.StatusCreated, &job)

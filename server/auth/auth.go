@@ -1,6 +1,9 @@
-// Package auth owns user credentials and API session tokens: bcrypt password
-// hashing, random bearer tokens of which only a SHA-256 hash is stored, login
-// and token lookup against the SQL store, and the bootstrap admin account.
+// Package auth owns credentials: bcrypt password hashing and the password
+// rules, login sessions (idle timeout, absolute lifetime, CSRF token) and
+// named API tokens, both random bearer secrets of which only a SHA-256 hash
+// is stored, resolving a secret to the authz.Principal calling, login
+// throttling, and the bootstrap admin account. Sessions live in SQL, so a
+// revoked session stops working at once on every replica.
 package auth
 
 import (
@@ -11,11 +14,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/cronix/cronix/server/authz"
 	"github.com/cronix/cronix/server/store"
 )
 
@@ -114,11 +121,107 @@ func EnsureAdmin(ctx context.Context, s UserCreator, password string) (created b
 	return true, password, nil
 }
 
-// SessionStore is the part of the store Login and Authenticate need.
-type SessionStore interface {
+// MinPasswordChars is the shortest password ValidatePassword accepts.
+const MinPasswordChars = 10
+
+// ValidatePassword returns what is wrong with password as the password of
+// username, or "" when it is acceptable: at least MinPasswordChars
+// characters, at most 72 bytes (bcrypt), and not the user name.
+func ValidatePassword(username, password string) string {
+	switch {
+	case utf8.RuneCountInString(password) < MinPasswordChars:
+		return fmt.Sprintf("password must be at least %d characters", MinPasswordChars)
+	case len(password) > maxPasswordBytes:
+		return fmt.Sprintf("password must be at most %d bytes", maxPasswordBytes)
+	case strings.EqualFold(password, username):
+		return "password must not be the user name"
+	}
+	return ""
+}
+
+// TokenPrefix starts every API token secret, telling it apart from a
+// session token.
+const TokenPrefix = "cxt_"
+
+// NewAPIToken returns a fresh API token secret (TokenPrefix + 32 random
+// bytes) and its hash.
+func NewAPIToken() (secret, hash string) {
+	t, _ := NewToken()
+	secret = TokenPrefix + t
+	return secret, HashToken(secret)
+}
+
+// Store is the part of the SQL store sessions and tokens need.
+type Store interface {
 	UserByName(ctx context.Context, username string) (*store.User, error)
-	CreateToken(ctx context.Context, userID int64, tokenHash string, expiresAt time.Time) error
-	UserByToken(ctx context.Context, tokenHash string, now time.Time) (*store.User, error)
+	CreateSession(ctx context.Context, s *store.Session) error
+	SessionByHash(ctx context.Context, tokenHash string, now time.Time, idle time.Duration) (*store.Session, *store.User, error)
+	TouchSession(ctx context.Context, tokenHash string, now time.Time) error
+	AccessTokenByHash(ctx context.Context, tokenHash string, now time.Time) (*store.AccessToken, *store.User, error)
+}
+
+// Default session limits.
+const (
+	DefaultSessionIdleTimeout = 2 * time.Hour
+	DefaultSessionMaxLifetime = 24 * time.Hour
+)
+
+// Sessions issues and resolves login sessions and API tokens.
+type Sessions struct {
+	// Store is the SQL record. Required.
+	Store Store
+	// IdleTimeout ends a session not used for that long; 0 = DefaultSessionIdleTimeout.
+	IdleTimeout time.Duration
+	// MaxLifetime ends a session that long after login; 0 = DefaultSessionMaxLifetime.
+	MaxLifetime time.Duration
+}
+
+func (s *Sessions) idle() time.Duration {
+	if s.IdleTimeout > 0 {
+		return s.IdleTimeout
+	}
+	return DefaultSessionIdleTimeout
+}
+
+func (s *Sessions) lifetime() time.Duration {
+	if s.MaxLifetime > 0 {
+		return s.MaxLifetime
+	}
+	return DefaultSessionMaxLifetime
+}
+
+// LoginResult is a new session.
+type LoginResult struct {
+	// Token is the session secret (cookie value or bearer token), shown once.
+	Token     string
+	CSRFToken string
+	ExpiresAt time.Time
+	User      *store.User
+}
+
+// Login checks username and password and opens a session at now. It
+// returns ErrInvalidCredentials for an unknown user, a wrong password or a
+// disabled user (indistinguishable).
+func (s *Sessions) Login(ctx context.Context, username, password string, now time.Time) (*LoginResult, error) {
+	u, err := s.Store.UserByName(ctx, username)
+	if errors.Is(err, store.ErrNotFound) {
+		_ = bcrypt.CompareHashAndPassword(dummyHash(), []byte(password))
+		return nil, ErrInvalidCredentials
+	}
+	if err != nil {
+		return nil, fmt.Errorf("auth: look up user: %w", err)
+	}
+	if !CheckPassword(u.PasswordHash, password) || u.Disabled {
+		return nil, ErrInvalidCredentials
+	}
+	token, hash := NewToken()
+	csrf, _ := NewToken()
+	sess := &store.Session{TokenHash: hash, UserID: u.ID, CSRFToken: csrf, CreatedAt: now, LastSeenAt: now,
+		ExpiresAt: now.Add(s.lifetime())}
+	if err := s.Store.CreateSession(ctx, sess); err != nil {
+		return nil, fmt.Errorf("auth: store session: %w", err)
+	}
+	return &LoginResult{Token: token, CSRFToken: csrf, ExpiresAt: sess.ExpiresAt, User: u}, nil
 }
 
 // dummyHash is compared against when the user does not exist, so that an
@@ -128,39 +231,50 @@ var dummyHash = sync.OnceValue(func() []byte {
 	return h
 })
 
-// Login checks username and password and issues a token valid until
-// expiresAt. It returns ErrInvalidCredentials when either is wrong.
-func Login(ctx context.Context, s SessionStore, username, password string, expiresAt time.Time) (string, error) {
-	u, err := s.UserByName(ctx, username)
+// Resolve returns the principal a bearer secret (session token or API
+// token) stands for at now, or ErrInvalidToken. A session's last use is
+// recorded at most every touchEvery, so the idle timeout is exact to that.
+func (s *Sessions) Resolve(ctx context.Context, secret string, now time.Time) (*authz.Principal, error) {
+	if secret == "" {
+		return nil, ErrInvalidToken
+	}
+	hash := HashToken(secret)
+	if strings.HasPrefix(secret, TokenPrefix) {
+		t, u, err := s.Store.AccessTokenByHash(ctx, hash, now)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, ErrInvalidToken
+		}
+		if err != nil {
+			return nil, fmt.Errorf("auth: look up API token: %w", err)
+		}
+		role := authz.Lower(t.Role, u.Role)
+		var groups []int64
+		for _, g := range t.Groups {
+			if slices.Contains(u.Groups, g) || u.Role == store.RoleAdmin {
+				groups = append(groups, g)
+			}
+		}
+		return &authz.Principal{Kind: authz.KindToken, UserID: u.ID, Username: u.Username, Role: role,
+			Groups: groups, TokenID: t.ID}, nil
+	}
+	sess, u, err := s.Store.SessionByHash(ctx, hash, now, s.idle())
 	if errors.Is(err, store.ErrNotFound) {
-		_ = bcrypt.CompareHashAndPassword(dummyHash(), []byte(password))
-		return "", ErrInvalidCredentials
+		return nil, ErrInvalidToken
 	}
 	if err != nil {
-		return "", fmt.Errorf("auth: look up user: %w", err)
+		return nil, fmt.Errorf("auth: look up session: %w", err)
 	}
-	if !CheckPassword(u.PasswordHash, password) {
-		return "", ErrInvalidCredentials
+	if now.Sub(sess.LastSeenAt) >= s.touchEvery() {
+		if err := s.Store.TouchSession(ctx, hash, now); err != nil {
+			return nil, fmt.Errorf("auth: record session use: %w", err)
+		}
 	}
-	token, hash := NewToken()
-	if err := s.CreateToken(ctx, u.ID, hash, expiresAt); err != nil {
-		return "", fmt.Errorf("auth: store token: %w", err)
-	}
-	return token, nil
+	return &authz.Principal{Kind: authz.KindSession, UserID: u.ID, Username: u.Username, Role: u.Role,
+		Groups: u.Groups, SessionHash: hash, CSRFToken: sess.CSRFToken}, nil
 }
 
-// Authenticate returns the user owning token if it is known and unexpired at
-// now, or ErrInvalidToken.
-func Authenticate(ctx context.Context, s SessionStore, token string, now time.Time) (*store.User, error) {
-	if token == "" {
-		return nil, ErrInvalidToken
-	}
-	u, err := s.UserByToken(ctx, HashToken(token), now)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, ErrInvalidToken
-	}
-	if err != nil {
-		return nil, fmt.Errorf("auth: look up token: %w", err)
-	}
-	return u, nil
+// touchEvery is how stale a session's last use may be before it is
+// rewritten: a twentieth of the idle timeout, at most a minute.
+func (s *Sessions) touchEvery() time.Duration {
+	return min(s.idle()/20, time.Minute)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,7 +108,7 @@ func TestEnsureAdmin(t *testing.T) {
 		st := openStore(t)
 		h, err := auth.HashPassword("pw")
 		require.NoError(t, err)
-		require.NoError(t, st.CreateUser(ctx, &store.User{Username: "alice", PasswordHash: h, Role: store.RoleUser}))
+		require.NoError(t, st.CreateUser(ctx, &store.User{Username: "alice", PasswordHash: h, Role: store.RoleViewer}))
 		created, _, err := auth.EnsureAdmin(ctx, st, "x")
 		require.NoError(t, err)
 		require.False(t, created)
@@ -116,30 +117,104 @@ func TestEnsureAdmin(t *testing.T) {
 	})
 }
 
-func TestLoginAndAuthenticate(t *testing.T) {
+func TestSessionsLoginAndResolve(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := openStore(t)
 	_, _, err := auth.EnsureAdmin(ctx, st, "pw-123")
 	require.NoError(t, err)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	ss := &auth.Sessions{Store: st, IdleTimeout: 10 * time.Minute, MaxLifetime: time.Hour}
 
-	_, err = auth.Login(ctx, st, "admin", "wrong", now.Add(time.Hour))
+	_, err = ss.Login(ctx, "admin", "wrong", now)
 	require.ErrorIs(t, err, auth.ErrInvalidCredentials)
-	_, err = auth.Login(ctx, st, "nobody", "pw-123", now.Add(time.Hour))
+	_, err = ss.Login(ctx, "nobody", "pw-123", now)
 	require.ErrorIs(t, err, auth.ErrInvalidCredentials)
 
-	tok, err := auth.Login(ctx, st, "admin", "pw-123", now.Add(time.Hour))
+	res, err := ss.Login(ctx, "admin", "pw-123", now)
 	require.NoError(t, err)
-	u, err := auth.Authenticate(ctx, st, tok, now)
+	require.Equal(t, now.Add(time.Hour), res.ExpiresAt)
+	require.NotEmpty(t, res.CSRFToken)
+	p, err := ss.Resolve(ctx, res.Token, now)
 	require.NoError(t, err)
-	require.Equal(t, "admin", u.Username)
+	require.Equal(t, "admin", p.Username)
+	require.Equal(t, store.RoleAdmin, p.Role)
+	require.Equal(t, res.CSRFToken, p.CSRFToken)
 
 	// Only the hash is stored: the hash itself is not a valid token.
-	_, err = auth.Authenticate(ctx, st, auth.HashToken(tok), now)
+	_, err = ss.Resolve(ctx, auth.HashToken(res.Token), now)
 	require.ErrorIs(t, err, auth.ErrInvalidToken)
-	_, err = auth.Authenticate(ctx, st, "", now)
+	_, err = ss.Resolve(ctx, "", now)
 	require.ErrorIs(t, err, auth.ErrInvalidToken)
-	_, err = auth.Authenticate(ctx, st, tok, now.Add(time.Hour+time.Second))
-	require.ErrorIs(t, err, auth.ErrInvalidToken, "expired")
+
+	// Used every 9 minutes, the session lives until its absolute end.
+	for at := now.Add(9 * time.Minute); at.Before(now.Add(time.Hour)); at = at.Add(9 * time.Minute) {
+		_, err = ss.Resolve(ctx, res.Token, at)
+		require.NoError(t, err, "used at %s", at)
+	}
+	_, err = ss.Resolve(ctx, res.Token, now.Add(time.Hour))
+	require.ErrorIs(t, err, auth.ErrInvalidToken, "past the max lifetime")
+
+	// Unused for the idle timeout, it ends.
+	res2, err := ss.Login(ctx, "admin", "pw-123", now)
+	require.NoError(t, err)
+	_, err = ss.Resolve(ctx, res2.Token, now.Add(10*time.Minute))
+	require.ErrorIs(t, err, auth.ErrInvalidToken, "idle")
+}
+
+func TestAPITokenResolve(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openStore(t)
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	u := &store.User{Username: "op", PasswordHash: "x", Role: store.RoleOperator, Groups: []int64{1, 2}}
+	require.NoError(t, st.CreateUser(ctx, u))
+	secret, hash := auth.NewAPIToken()
+	require.True(t, strings.HasPrefix(secret, auth.TokenPrefix))
+	require.NoError(t, st.CreateAccessToken(ctx, &store.AccessToken{TokenHash: hash, UserID: u.ID, Name: "ci",
+		Role: store.RoleOperator, Groups: []int64{2, 3}}))
+	ss := &auth.Sessions{Store: st}
+	p, err := ss.Resolve(ctx, secret, now)
+	require.NoError(t, err)
+	require.Equal(t, store.RoleOperator, p.Role)
+	require.Equal(t, []int64{2}, p.Groups, "only groups the owner still has")
+
+	viewer := store.RoleViewer
+	_, _, err = st.UpdateUser(ctx, u.ID, store.UserChange{Role: &viewer})
+	require.NoError(t, err)
+	p, err = ss.Resolve(ctx, secret, now)
+	require.NoError(t, err)
+	require.Equal(t, store.RoleViewer, p.Role, "never above the owner's current role")
+}
+
+func TestValidatePassword(t *testing.T) {
+	t.Parallel()
+	require.Empty(t, auth.ValidatePassword("alice", "long-enough-pw"))
+	require.Contains(t, auth.ValidatePassword("alice", "short"), "at least 10")
+	require.Contains(t, auth.ValidatePassword("alice-smith", "Alice-Smith"), "user name")
+	require.Contains(t, auth.ValidatePassword("alice", strings.Repeat("x", 73)), "72 bytes")
+}
+
+func TestThrottle(t *testing.T) {
+	t.Parallel()
+	th := &auth.Throttle{FreePerUser: 2, FreePerAddress: 4, Base: time.Second, Max: 4 * time.Second}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	require.Zero(t, th.Check("u", "a", now))
+	th.Failure("u", "a", now)
+	require.Zero(t, th.Check("u", "a", now), "free failure")
+	th.Failure("u", "a", now)
+	require.Equal(t, time.Second, th.Check("u", "a", now))
+	require.Zero(t, th.Check("u", "a", now.Add(time.Second)), "the delay has passed")
+	th.Failure("u", "a", now.Add(time.Second))
+	require.Equal(t, 2*time.Second, th.Check("u", "a", now.Add(time.Second)), "doubles")
+	for range 5 {
+		th.Failure("u", "a", now.Add(time.Second))
+	}
+	require.Equal(t, 4*time.Second, th.Check("u", "a", now.Add(time.Second)), "capped")
+
+	// Another user from the same address: its own budget, then the address's.
+	require.Equal(t, 4*time.Second, th.Check("v", "a", now.Add(time.Second)), "the address is over its budget")
+	require.Zero(t, th.Check("v", "b", now.Add(time.Second)), "another address")
+	th.Success("u")
+	require.Zero(t, th.Check("u", "c", now.Add(time.Second)), "success clears the user")
 }

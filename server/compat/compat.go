@@ -6,7 +6,11 @@
 // body or a JSON object body; replies use xxl-job's envelopes:
 // {"recordsFiltered","data","recordsTotal"} for lists and
 // {"code":200,"msg":null,"content":...} otherwise (code 500 with a message
-// on failure, 401 without a valid token). Jobs are saved through
+// on failure, 401 without a valid token). The handler is served behind
+// server/api (api.Config.Compat), whose authorization middleware checks
+// every path against authz.Routes like any REST route: an API token in the
+// XXL-JOB-ACCESS-TOKEN header (xxl-job's accessToken) or as a bearer
+// token, and the caller's groups. Jobs are saved through
 // api.Jobs, so validation, group creation and the leader's signal key are
 // exactly the REST API's. See docs/api.md for the field mapping.
 package compat
@@ -29,12 +33,12 @@ import (
 
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/server/api"
-	"github.com/cronix/cronix/server/auth"
+	"github.com/cronix/cronix/server/authz"
 	"github.com/cronix/cronix/server/store"
 )
 
 // TokenHeader is xxl-job's access token header.
-const TokenHeader = "XXL-JOB-ACCESS-TOKEN"
+const TokenHeader = api.XXLTokenHeader
 
 // TimeLayout is how xxl-job (Jackson) writes addTime/updateTime, as in seed 001.
 const TimeLayout = "2006-01-02T15:04:05.000-0700"
@@ -93,7 +97,7 @@ func New(cfg Config) http.Handler {
 	if h.now == nil {
 		h.now = time.Now
 	}
-	routes := map[string]func(ctx context.Context, w http.ResponseWriter, p params, u *store.User) error{
+	routes := map[string]func(ctx context.Context, w http.ResponseWriter, p params, u *authz.Principal) error{
 		"/jobgroup/list":   h.groupList,
 		"/jobinfo/list":    h.jobList,
 		"/jobinfo/add":     h.jobAdd,
@@ -114,9 +118,11 @@ func New(cfg Config) http.Handler {
 			writeJSON(w, http.StatusMethodNotAllowed, ReturnT{Code: http.StatusMethodNotAllowed, Msg: ptr("method not allowed")})
 			return
 		}
-		u, err := h.authenticate(r)
-		if err != nil {
-			h.writeError(w, r, err)
+		// Authorization happened in front (server/api's authorize, against
+		// authz.Routes); a request that did not pass it has no principal.
+		u := api.PrincipalFrom(r.Context())
+		if u == nil {
+			h.writeError(w, r, errUnauthorized)
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
@@ -125,7 +131,7 @@ func New(cfg Config) http.Handler {
 			h.writeError(w, r, err)
 			return
 		}
-		if err := fn(api.WithSavedBy(r.Context(), u), w, p, u); err != nil {
+		if err := fn(r.Context(), w, p, u); err != nil {
 			h.writeError(w, r, err)
 		}
 	})
@@ -165,6 +171,10 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		ve  *api.ValidationError
 		mbe *http.MaxBytesError
 	)
+	if status, msg, ok := api.StatusOf(err); ok {
+		writeJSON(w, status, ReturnT{Code: status, Msg: ptr(msg)})
+		return
+	}
 	switch {
 	case errors.Is(err, errUnauthorized):
 		writeJSON(w, http.StatusUnauthorized, ReturnT{Code: http.StatusUnauthorized, Msg: ptr(err.Error())})
@@ -233,22 +243,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
-}
-
-// authenticate accepts a login token (POST /api/v1/auth/login) in the
-// XXL-JOB-ACCESS-TOKEN header or as "Authorization: Bearer".
-func (h *handler) authenticate(r *http.Request) (*store.User, error) {
-	token := strings.TrimSpace(r.Header.Get(TokenHeader))
-	if token == "" {
-		if scheme, t, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
-			token = strings.TrimSpace(t)
-		}
-	}
-	u, err := auth.Authenticate(r.Context(), h.store, token, h.now())
-	if errors.Is(err, auth.ErrInvalidToken) {
-		return nil, errUnauthorized
-	}
-	return u, err
 }
 
 // params are a request's parameters: query, then form or JSON body (the

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/server/api"
 	"github.com/cronix/cronix/server/auth"
 	"github.com/cronix/cronix/server/compat"
 	"github.com/cronix/cronix/server/embedetcd/etcdtest"
@@ -42,8 +43,9 @@ func setup(t *testing.T) *bundle {
 	t.Cleanup(func() { _ = st.Close() })
 	_, _, err = auth.EnsureAdmin(ctx, st, "pw-admin-123")
 	require.NoError(t, err)
-	token, err := auth.Login(ctx, st, "admin", "pw-admin-123", time.Now().Add(time.Hour))
+	login, err := (&auth.Sessions{Store: st}).Login(ctx, "admin", "pw-admin-123", time.Now())
 	require.NoError(t, err)
+	token := login.Token
 
 	cli := etcdtest.Client(t)
 	keys := cluster.NewKeys("")
@@ -69,7 +71,10 @@ func setup(t *testing.T) *bundle {
 		}
 		return string(resp.Kvs[0].Value), true
 	}
-	b.srv = httptest.NewServer(compat.New(compat.Config{Store: st, Etcd: cli, Keys: keys, Location: time.UTC}))
+	// The compat API is served behind the REST API's front door, which
+	// authorizes its paths like any route.
+	b.srv = httptest.NewServer(api.New(api.Config{Store: st, Etcd: cli, Keys: keys, Location: time.UTC,
+		Compat: compat.New(compat.Config{Store: st, Etcd: cli, Keys: keys, Location: time.UTC})}))
 	t.Cleanup(b.srv.Close)
 	return b
 }

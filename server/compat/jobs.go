@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cronix/cronix/server/api"
+	"github.com/cronix/cronix/server/authz"
 	"github.com/cronix/cronix/server/schedule"
 	"github.com/cronix/cronix/server/store"
 )
@@ -49,12 +50,13 @@ type JobInfo struct {
 }
 
 // groupList serves /jobgroup/list?appname=&title=&pageNum=&pageSize=.
-func (h *handler) groupList(ctx context.Context, w http.ResponseWriter, p params, _ *store.User) error {
+func (h *handler) groupList(ctx context.Context, w http.ResponseWriter, p params, u *authz.Principal) error {
 	pg, skip, err := page(p)
 	if err != nil {
 		return err
 	}
-	groups, total, err := h.store.FindGroups(ctx, store.GroupFilter{AppName: p.str("appname"), Title: p.str("title")}, pg)
+	groups, total, err := h.store.FindGroups(ctx, store.GroupFilter{AppName: p.str("appname"), Title: p.str("title"),
+		Scope: u.Scope()}, pg)
 	if err != nil {
 		return fmt.Errorf("list groups: %w", err)
 	}
@@ -78,18 +80,22 @@ func (h *handler) groupList(ctx context.Context, w http.ResponseWriter, p params
 }
 
 // jobList serves /jobinfo/list?jobGroup=&triggerStatus=&jobDesc=&executorHandler=&author=&pageNum=&pageSize=.
-func (h *handler) jobList(ctx context.Context, w http.ResponseWriter, p params, _ *store.User) error {
+func (h *handler) jobList(ctx context.Context, w http.ResponseWriter, p params, u *authz.Principal) error {
 	pg, skip, err := page(p)
 	if err != nil {
 		return err
 	}
-	f := store.JobFilter{NameLike: p.str("jobDesc"), Handler: p.str("executorHandler"), Author: p.str("author")}
+	f := store.JobFilter{NameLike: p.str("jobDesc"), Handler: p.str("executorHandler"), Author: p.str("author"),
+		Scope: u.Scope()}
 	groupID, err := p.int("jobGroup", 0)
 	if err != nil {
 		return err
 	}
 	groups := map[string]int64{}
 	if groupID > 0 {
+		if !u.InGroup(groupID) {
+			return fmt.Errorf("group %d not found: %w", groupID, store.ErrNotFound)
+		}
 		g, err := h.store.GetGroup(ctx, groupID)
 		if err != nil {
 			return err
@@ -303,7 +309,7 @@ func splitList(s string) []string {
 }
 
 // jobAdd serves /jobinfo/add: content is the new job id as a string.
-func (h *handler) jobAdd(ctx context.Context, w http.ResponseWriter, p params, _ *store.User) error {
+func (h *handler) jobAdd(ctx context.Context, w http.ResponseWriter, p params, _ *authz.Principal) error {
 	req, err := h.jobRequest(ctx, p, nil)
 	if err != nil {
 		return err
@@ -338,7 +344,7 @@ func (h *handler) getJob(ctx context.Context, id int64) (*store.Job, error) {
 }
 
 // jobUpdate serves /jobinfo/update.
-func (h *handler) jobUpdate(ctx context.Context, w http.ResponseWriter, p params, _ *store.User) error {
+func (h *handler) jobUpdate(ctx context.Context, w http.ResponseWriter, p params, _ *authz.Principal) error {
 	id, err := jobID(p)
 	if err != nil {
 		return err
@@ -377,18 +383,18 @@ func (h *handler) setEnabled(ctx context.Context, w http.ResponseWriter, p param
 	return nil
 }
 
-func (h *handler) jobStart(ctx context.Context, w http.ResponseWriter, p params, _ *store.User) error {
+func (h *handler) jobStart(ctx context.Context, w http.ResponseWriter, p params, _ *authz.Principal) error {
 	return h.setEnabled(ctx, w, p, true)
 }
 
-func (h *handler) jobStop(ctx context.Context, w http.ResponseWriter, p params, _ *store.User) error {
+func (h *handler) jobStop(ctx context.Context, w http.ResponseWriter, p params, _ *authz.Principal) error {
 	return h.setEnabled(ctx, w, p, false)
 }
 
 // jobTrigger serves /jobinfo/trigger: one fire now on the job's routing.
 // executorParam is accepted but a one-off parameter override is not
 // supported yet: the fire runs with the job's stored params.
-func (h *handler) jobTrigger(ctx context.Context, w http.ResponseWriter, p params, u *store.User) error {
+func (h *handler) jobTrigger(ctx context.Context, w http.ResponseWriter, p params, u *authz.Principal) error {
 	id, err := jobID(p)
 	if err != nil {
 		return err
@@ -408,7 +414,7 @@ func (h *handler) jobTrigger(ctx context.Context, w http.ResponseWriter, p param
 }
 
 // jobRemove serves /jobinfo/remove.
-func (h *handler) jobRemove(ctx context.Context, w http.ResponseWriter, p params, _ *store.User) error {
+func (h *handler) jobRemove(ctx context.Context, w http.ResponseWriter, p params, _ *authz.Principal) error {
 	id, err := jobID(p)
 	if err != nil {
 		return err

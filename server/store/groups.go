@@ -102,7 +102,7 @@ func (s *Store) UpdateGroup(ctx context.Context, g *Group) error {
 	return nil
 }
 
-// DeleteGroup deletes the group. ErrNotFound if absent, ErrConflict while
+// DeleteGroup deletes the group and the grants of it to users. ErrNotFound if absent, ErrConflict while
 // jobs use it.
 func (s *Store) DeleteGroup(ctx context.Context, id int64) error {
 	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
@@ -116,6 +116,9 @@ func (s *Store) DeleteGroup(ctx context.Context, id int64) error {
 		}
 		if n > 0 {
 			return fmt.Errorf("%w: %d jobs use group %q", ErrConflict, n, old.AppName)
+		}
+		if _, err := tx.NewDelete().TableExpr("user_groups").Where("group_id = ?", id).Exec(ctx); err != nil {
+			return err
 		}
 		_, err = tx.NewDelete().TableExpr("job_groups").Where("id = ?", id).Exec(ctx)
 		return err
@@ -133,6 +136,7 @@ func (s *Store) ListGroups(ctx context.Context) ([]Group, error) {
 // how many it selects in all.
 func (s *Store) FindGroups(ctx context.Context, f GroupFilter, p Page) ([]Group, int, error) {
 	filter := func(q *bun.SelectQuery) *bun.SelectQuery {
+		q = scopeWhere(q, "g.id", f.Scope)
 		if f.AppName != "" {
 			q = q.Where("LOWER(g.appname) LIKE ? ESCAPE '!'", containsPattern(f.AppName))
 		}

@@ -13,26 +13,6 @@ import (
 // domain types in types.go. Lists (alarm e-mails, child job ids, manual
 // group addresses) are stored comma-separated.
 
-type userRow struct {
-	bun.BaseModel `bun:"table:users,alias:u"`
-
-	ID           int64     `bun:"id,pk,autoincrement"`
-	Username     string    `bun:"username,notnull"`
-	PasswordHash string    `bun:"password_hash,notnull"`
-	Role         string    `bun:"role,notnull"`
-	CreatedAt    time.Time `bun:"created_at,notnull"`
-	UpdatedAt    time.Time `bun:"updated_at,notnull"`
-}
-
-type tokenRow struct {
-	bun.BaseModel `bun:"table:api_tokens,alias:t"`
-
-	TokenHash string    `bun:"token_hash,pk"`
-	UserID    int64     `bun:"user_id,notnull"`
-	ExpiresAt time.Time `bun:"expires_at,notnull"`
-	CreatedAt time.Time `bun:"created_at,notnull"`
-}
-
 type groupRow struct {
 	bun.BaseModel `bun:"table:job_groups,alias:g"`
 
@@ -113,17 +93,6 @@ var runInsertColumns = []string{
 	"fire_id", "job_id", "trigger", "status", "node", "scheduled_at", "dispatched_at",
 	"started_at", "finished_at", "exit_code", "output", "output_truncated", "message",
 	"attempt", "shard_index", "shard_total", "created_at", "updated_at",
-}
-
-func (r *userRow) domain() *User {
-	return &User{
-		ID:           r.ID,
-		Username:     r.Username,
-		PasswordHash: r.PasswordHash,
-		Role:         r.Role,
-		CreatedAt:    r.CreatedAt.UTC(),
-		UpdatedAt:    r.UpdatedAt.UTC(),
-	}
 }
 
 func (r *groupRow) domain() Group {

@@ -77,71 +77,6 @@ func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx
 // now is the store's clock for created_at/updated_at.
 func now() time.Time { return utc(time.Now()) }
 
-// --- users and tokens
-
-// CreateUser inserts u (ID, CreatedAt, UpdatedAt are set). ErrConflict if the name exists.
-// An empty Role is stored (and written back) as RoleUser.
-func (s *Store) CreateUser(ctx context.Context, u *User) error {
-	t := now()
-	row := userRow{
-		Username:     u.Username,
-		PasswordHash: u.PasswordHash,
-		Role:         u.Role,
-		CreatedAt:    t,
-		UpdatedAt:    t,
-	}
-	if row.Role == "" {
-		row.Role = RoleUser
-	}
-	if _, err := s.db.NewInsert().Model(&row).Exec(ctx); err != nil {
-		return wrap(err, "create user %q", u.Username)
-	}
-	u.ID, u.Role, u.CreatedAt, u.UpdatedAt = row.ID, row.Role, t, t
-	return nil
-}
-
-// UserByName returns the user or ErrNotFound.
-func (s *Store) UserByName(ctx context.Context, username string) (*User, error) {
-	var row userRow
-	if err := s.db.NewSelect().Model(&row).Where("u.username = ?", username).Limit(1).Scan(ctx); err != nil {
-		return nil, wrap(err, "user %q", username)
-	}
-	return row.domain(), nil
-}
-
-// CountUsers returns the number of users.
-func (s *Store) CountUsers(ctx context.Context) (int, error) {
-	n, err := s.db.NewSelect().Model((*userRow)(nil)).Count(ctx)
-	if err != nil {
-		return 0, wrap(err, "count users")
-	}
-	return int(n), nil
-}
-
-// CreateToken stores an API session token by its SHA-256 hash (hex).
-func (s *Store) CreateToken(ctx context.Context, userID int64, tokenHash string, expiresAt time.Time) error {
-	row := tokenRow{TokenHash: tokenHash, UserID: userID, ExpiresAt: utc(expiresAt), CreatedAt: now()}
-	if _, err := s.db.NewInsert().Model(&row).Exec(ctx); err != nil {
-		return wrap(err, "create token for user %d", userID)
-	}
-	return nil
-}
-
-// UserByToken returns the user owning an unexpired token hash, or ErrNotFound.
-func (s *Store) UserByToken(ctx context.Context, tokenHash string, now time.Time) (*User, error) {
-	var row userRow
-	err := s.db.NewSelect().Model(&row).
-		Join("JOIN api_tokens AS t ON t.user_id = u.id").
-		Where("t.token_hash = ?", tokenHash).
-		Where("t.expires_at > ?", utc(now)).
-		Limit(1).
-		Scan(ctx)
-	if err != nil {
-		return nil, wrap(err, "user by token")
-	}
-	return row.domain(), nil
-}
-
 // --- jobs
 
 // CreateJob inserts j (sets ID, Revision=1, CreatedAt, UpdatedAt) and
@@ -258,6 +193,7 @@ func (s *Store) FindJobs(ctx context.Context, f JobFilter, p Page) ([]Job, int, 
 		return nil, 0, err
 	}
 	filter := func(q *bun.SelectQuery) *bun.SelectQuery {
+		q = scopeJobsWhere(q, f.Scope)
 		if f.Group != "" {
 			q = q.Where("j.group_name = ?", f.Group)
 		}
@@ -616,6 +552,7 @@ func (s *Store) ListRuns(ctx context.Context, jobID int64, p Page) ([]Run, int, 
 // (ties: newest id first), and how many it selects in all.
 func (s *Store) FindRuns(ctx context.Context, f RunFilter, p Page) ([]Run, int, error) {
 	filter := func(q *bun.SelectQuery) *bun.SelectQuery {
+		q = scopeRunsWhere(q, f.Scope)
 		if f.JobID != 0 {
 			q = q.Where("r.job_id = ?", f.JobID)
 		}

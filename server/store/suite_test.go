@@ -88,12 +88,12 @@ func runSuite(t *testing.T, newDSN func(t *testing.T) string) {
 		require.NoError(t, err)
 		require.Equal(t, u, got)
 
-		err = s.CreateUser(ctx, &store.User{Username: "alice", PasswordHash: "x", Role: store.RoleUser})
+		err = s.CreateUser(ctx, &store.User{Username: "alice", PasswordHash: "x", Role: store.RoleViewer})
 		require.ErrorIs(t, err, store.ErrConflict)
 
 		bob := &store.User{Username: "bob", PasswordHash: "x"}
 		require.NoError(t, s.CreateUser(ctx, bob))
-		require.Equal(t, store.RoleUser, bob.Role, "role defaults to user")
+		require.Equal(t, store.RoleViewer, bob.Role, "role defaults to viewer")
 		require.Greater(t, bob.ID, u.ID)
 
 		_, err = s.UserByName(ctx, "carol")
@@ -106,34 +106,9 @@ func runSuite(t *testing.T, newDSN func(t *testing.T) string) {
 		require.Equal(t, 2, n)
 	})
 
-	t.Run("Tokens", func(t *testing.T) {
+	t.Run("Access", func(t *testing.T) {
 		t.Parallel()
-		ctx := testCtx(t)
-		s := open(t)
-		u := &store.User{Username: "alice", PasswordHash: "h", Role: store.RoleAdmin}
-		require.NoError(t, s.CreateUser(ctx, u))
-
-		now := time.Date(2030, 5, 6, 7, 8, 9, 0, time.UTC)
-		require.NoError(t, s.CreateToken(ctx, u.ID, "live", now.Add(time.Hour)))
-		// Expiry given in another zone is the same instant.
-		require.NoError(t, s.CreateToken(ctx, u.ID, "expired", now.Add(-time.Millisecond).In(time.FixedZone("x", 5*3600))))
-
-		got, err := s.UserByToken(ctx, "live", now)
-		require.NoError(t, err)
-		require.Equal(t, u, got)
-		got, err = s.UserByToken(ctx, "live", now.Add(time.Hour-time.Millisecond).In(time.FixedZone("y", -7*3600)))
-		require.NoError(t, err)
-		require.Equal(t, u.ID, got.ID)
-
-		_, err = s.UserByToken(ctx, "live", now.Add(time.Hour))
-		require.ErrorIs(t, err, store.ErrNotFound, "expires_at is exclusive")
-		_, err = s.UserByToken(ctx, "expired", now)
-		require.ErrorIs(t, err, store.ErrNotFound)
-		_, err = s.UserByToken(ctx, "unknown", now)
-		require.ErrorIs(t, err, store.ErrNotFound)
-
-		require.ErrorIs(t, s.CreateToken(ctx, u.ID, "live", now), store.ErrConflict)
-		require.Error(t, s.CreateToken(ctx, u.ID+1000, "orphan", now), "a token needs its user")
+		runAccessSuite(t, open)
 	})
 
 	t.Run("Groups", func(t *testing.T) {

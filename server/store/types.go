@@ -15,10 +15,12 @@ var (
 	ErrConflict = errors.New("conflict")
 )
 
-// Roles of a user.
+// Roles of a user, from most to least powerful (server/authz says what
+// each may do).
 const (
-	RoleAdmin = "admin"
-	RoleUser  = "user"
+	RoleAdmin    = "admin"
+	RoleOperator = "operator"
+	RoleViewer   = "viewer"
 )
 
 // User is a person who logs in.
@@ -26,9 +28,12 @@ type User struct {
 	ID           int64
 	Username     string
 	PasswordHash string // bcrypt
-	Role         string // RoleAdmin or RoleUser
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	Role         string // RoleAdmin, RoleOperator or RoleViewer
+	Disabled     bool
+	// Groups are the ids of the groups granted to the user, ascending.
+	Groups    []int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Group is an xxl-job "executor": an appname whose nodes run its jobs.
@@ -53,6 +58,8 @@ const (
 
 // GroupFilter selects groups; empty fields match every group.
 type GroupFilter struct {
+	// Scope, when non-nil, keeps only the groups whose ids it lists.
+	Scope *Scope
 	// AppName and Title match groups whose appname/title contain them (case-insensitive).
 	AppName string
 	Title   string
@@ -73,6 +80,8 @@ var JobSorts = []string{SortIDAsc, SortIDDesc, SortNameAsc, SortNameDesc, SortUp
 
 // JobFilter selects jobs; zero fields match every job.
 type JobFilter struct {
+	// Scope, when non-nil, keeps only the jobs of the groups it lists.
+	Scope    *Scope
 	Group    string // exact group appname
 	Enabled  *bool
 	Handler  string // exact handler name
@@ -84,6 +93,8 @@ type JobFilter struct {
 
 // RunFilter selects runs; zero fields match every run.
 type RunFilter struct {
+	// Scope, when non-nil, keeps only the runs of jobs of the groups it lists.
+	Scope  *Scope
 	JobID  int64
 	Status string
 	Node   string

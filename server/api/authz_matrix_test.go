@@ -272,6 +272,8 @@ func (m *matrix) build(key, p, side string) (request, string) {
 		fresh := &store.Group{AppName: fmt.Sprintf("gone%d", m.next())}
 		require.NoError(m.t, m.st.CreateGroup(m.ctx, fresh))
 		return request{path: "/api/v1/groups/" + id(fresh.ID), sided: true}, cred
+	case "GET /api/v1/nodes/{uuid}":
+		return request{path: "/api/v1/nodes/node-" + side}, cred
 	case "GET /api/v1/nodes/{uuid}/system":
 		return request{path: "/api/v1/nodes/node-" + side + "/system"}, cred
 	case "POST /api/v1/cluster/servers":

@@ -124,6 +124,7 @@ var Routes = map[string]Rule{
 	"PUT /api/v1/groups/{id}":             {Action: Admin, Object: GroupObject},
 	"DELETE /api/v1/groups/{id}":          {Action: Admin, Object: GroupObject},
 	"GET /api/v1/nodes":                   {Action: NodesRead},
+	"GET /api/v1/nodes/{uuid}":            {Action: NodesRead},
 	"GET /api/v1/nodes/{uuid}/system":     {Action: NodesRead},
 	"GET /api/v1/cluster":                 {Action: ClusterRead},
 	"POST /api/v1/cluster/servers":        {Action: Admin},

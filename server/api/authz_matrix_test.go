@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/server/api"
@@ -156,12 +157,23 @@ func (m *matrix) newRun(side string) *store.Run {
 	return r
 }
 
+// matrixPassword is every matrix user's password; its hash is computed once
+// at bcrypt's lowest cost, so that the hundred users the matrix creates do
+// not cost a hundred default-cost hashes (slow under -race).
+const matrixPassword = "matrix-password"
+
+var matrixHash = sync.OnceValue(func() string {
+	h, err := bcrypt.GenerateFromPassword([]byte(matrixPassword), bcrypt.MinCost)
+	if err != nil {
+		panic(err)
+	}
+	return string(h)
+})
+
 // newUser stores a user and returns it with its password.
 func (m *matrix) newUser(role string, groups []int64) (*store.User, string) {
-	pw := fmt.Sprintf("matrix-pw-%d", m.next())
-	h, err := auth.HashPassword(pw)
-	require.NoError(m.t, err)
-	u := &store.User{Username: fmt.Sprintf("u%d", m.next()), PasswordHash: h, Role: role, Groups: groups}
+	pw := matrixPassword
+	u := &store.User{Username: fmt.Sprintf("u%d", m.next()), PasswordHash: matrixHash(), Role: role, Groups: groups}
 	require.NoError(m.t, m.st.CreateUser(m.ctx, u))
 	return u, pw
 }

@@ -38,7 +38,7 @@ func setupAlerts(t *testing.T) *alertBundle {
 	require.NoError(t, err)
 	hash, err := auth.HashPassword("user-pw")
 	require.NoError(t, err)
-	require.NoError(t, st.CreateUser(ctx, &store.User{Username: "bob", PasswordHash: hash, Role: store.RoleUser}))
+	require.NoError(t, st.CreateUser(ctx, &store.User{Username: "bob", PasswordHash: hash, Role: store.RoleOperator}))
 	svc, err := alert.New(alert.Config{Store: st, BaseURL: "http://cronix.test", WebhookAllowLoopback: true,
 		Flags: alert.Settings{AdminEmails: []string{"ops@example.com"}}})
 	require.NoError(t, err)
@@ -63,7 +63,7 @@ func TestAlertSettingsAPI(t *testing.T) {
 	const path = "/api/v1/settings/alerting"
 
 	// Admin only.
-	require.Equal(t, "this action needs the admin role", b.errorOf(http.MethodGet, path, b.userToken, nil, http.StatusForbidden).Error)
+	require.Equal(t, "your role does not allow this", b.errorOf(http.MethodGet, path, b.userToken, nil, http.StatusForbidden).Error)
 	b.errorOf(http.MethodPut, path, b.userToken, map[string]any{}, http.StatusForbidden)
 	b.errorOf(http.MethodPost, "/api/v1/alerts/test", b.userToken, nil, http.StatusForbidden)
 	b.errorOf(http.MethodGet, path, "", nil, http.StatusUnauthorized)

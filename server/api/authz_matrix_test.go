@@ -23,6 +23,8 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/server/alert"
+	"github.com/cronix/cronix/server/alert/alerttest"
 	"github.com/cronix/cronix/server/api"
 	"github.com/cronix/cronix/server/auth"
 	"github.com/cronix/cronix/server/authz"
@@ -327,6 +329,12 @@ func (m *matrix) build(key, p, side string) (request, string) {
 		tok := &store.AccessToken{TokenHash: hash, UserID: owner, Name: "victim", Role: store.RoleViewer}
 		require.NoError(m.t, m.st.CreateAccessToken(m.ctx, tok))
 		return request{path: "/api/v1/tokens/" + id(tok.ID), sided: true}, cred
+	case "GET /api/v1/alerts", "GET /api/v1/settings/alerting":
+		return request{path: strings.TrimPrefix(key, "GET ")}, cred
+	case "POST /api/v1/alerts/test":
+		return request{path: "/api/v1/alerts/test", body: map[string]any{"webhook": "ops"}}, cred
+	case "PUT /api/v1/settings/alerting":
+		return request{path: "/api/v1/settings/alerting", body: map[string]any{}}, cred
 	case "POST /api/v1/internal/results":
 		return request{path: "/api/v1/internal/results", body: map[string]any{"results": []any{}}}, cred
 	case "GET /jobgroup/list", "POST /jobgroup/list", "GET /jobinfo/list", "POST /jobinfo/list":
@@ -354,7 +362,8 @@ var adminOnly = map[string]bool{
 	"PATCH /api/v1/users/{id}": true, "DELETE /api/v1/users/{id}": true, "POST /api/v1/users/{id}/password": true,
 	"GET /api/v1/users/{id}/groups": true, "PUT /api/v1/users/{id}/groups": true,
 	"POST /api/v1/groups": true, "PUT /api/v1/groups/{id}": true, "DELETE /api/v1/groups/{id}": true,
-	"GET /api/v1/audit": true,
+	"GET /api/v1/audit": true, "POST /api/v1/alerts/test": true, "GET /api/v1/settings/alerting": true,
+	"PUT /api/v1/settings/alerting": true,
 }
 
 // expected derives what principal p should get from the route's rule: the
@@ -411,8 +420,12 @@ func newMatrix(t *testing.T) *matrix {
 		putNode(t, cli, keys, cluster.NodeInfo{UUID: "node-" + side, Group: g.AppName, IP: "127.0.0.1", Port: 1,
 			Status: "online", Plugins: []cluster.PluginInfo{{Name: "shell", Version: "1.0.0"}}})
 	}
+	hook := alerttest.StartWebhook(t, "whsec_dGVzdC1rZXk=", nil)
+	alerts, err := alert.New(alert.Config{Store: st, BaseURL: "http://cronix.test", WebhookAllowLoopback: true,
+		Flags: alert.Settings{Webhooks: []alert.Webhook{{Name: "ops", URL: hook.URL, Secret: hook.Secret}}}})
+	require.NoError(t, err)
 	m.srv = httptest.NewServer(api.New(api.Config{Store: st, Etcd: cli, Keys: keys, Location: time.UTC,
-		NodeToken: nodeToken, Cluster: fc, Logger: slog.New(slog.DiscardHandler),
+		NodeToken: nodeToken, Cluster: fc, Logger: slog.New(slog.DiscardHandler), Alerts: alerts,
 		Compat: compat.New(compat.Config{Store: st, Etcd: cli, Keys: keys, Location: time.UTC})}))
 	t.Cleanup(m.srv.Close)
 	answerSystemInfo(t, ctx, cli, keys)

@@ -143,6 +143,13 @@ var Routes = map[string]Rule{
 	"DELETE /api/v1/tokens/{id}":       {Action: Self},
 	"GET /api/v1/audit":                {Action: Admin},
 
+	// Alerts (server/api/alerts.go). The list is not filtered by group
+	// yet, so it is for operators and admins, who see cluster status.
+	"GET /api/v1/alerts":            {Action: ClusterRead},
+	"POST /api/v1/alerts/test":      {Action: Admin},
+	"GET /api/v1/settings/alerting": {Action: Admin},
+	"PUT /api/v1/settings/alerting": {Action: Admin},
+
 	"POST /api/v1/internal/results": {Action: Node},
 
 	// The xxl-job-compatible API (server/compat).

@@ -1,4 +1,4 @@
--- Cronix schema v5 (MySQL 8 / MariaDB 10.5+): roles, group grants,
+-- Cronix schema v6 (MySQL 8 / MariaDB 10.5+): roles, group grants,
 -- sessions, API tokens and the audit log. The old role "user" becomes
 -- "viewer" (it could see everything; now it sees the groups granted to it,
 -- none at first). Login tokens of v1 (api_tokens) are replaced by sessions:

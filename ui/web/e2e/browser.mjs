@@ -274,6 +274,11 @@ try {
     report.viewerSkipped = true;
   }
 
+  step('alerts page');
+  await page.getByRole('menuitem', { name: 'Alerts' }).click();
+  await page.getByRole('heading', { name: 'Alerts' }).waitFor();
+  await page.locator('.ant-table').first().waitFor();
+
   step('dashboard and run detail on a 390-wide phone');
   await page.setViewportSize({ width: 390, height: 844 });
   const fitsWidth = () => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1);

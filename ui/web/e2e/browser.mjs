@@ -279,6 +279,16 @@ try {
   await page.getByRole('heading', { name: 'Alerts' }).waitFor();
   await page.locator('.ant-table').first().waitFor();
 
+  step('dark mode');
+  await page.getByLabel('Dark mode').click();
+  await until('the dark theme', () => page.evaluate(() => document.documentElement.dataset.theme === 'dark'));
+  const bg = await page.evaluate(() => getComputedStyle(document.querySelector('.ant-layout')).backgroundColor);
+  const [r, g, b] = bg.match(/\d+/g).map(Number);
+  if (r + g + b > 150) throw new Error(`dark mode background is ${bg}`);
+  await shot(page, 'alerts-dark-en');
+  await page.getByLabel('Dark mode').click();
+  await until('the light theme', () => page.evaluate(() => document.documentElement.dataset.theme === 'light'));
+
   step('dashboard and run detail on a 390-wide phone');
   await page.setViewportSize({ width: 390, height: 844 });
   const fitsWidth = () => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1);

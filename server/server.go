@@ -323,6 +323,14 @@ func (s *Server) keepRegistered(runCtx context.Context, ka <-chan *clientv3.Leas
 	}
 }
 
+// Alerts raises alert events (e.g. a node security event); nil before Start.
+func (s *Server) Alerts() alert.Raiser {
+	if s.alerts == nil {
+		return nil
+	}
+	return s.alerts
+}
+
 // URL is the advertised base URL of the API.
 func (s *Server) URL() string { return s.url }
 

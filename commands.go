@@ -31,6 +31,7 @@ import (
 	"github.com/cronix/cronix/server"
 	"github.com/cronix/cronix/server/alert"
 	"github.com/cronix/cronix/server/embedetcd"
+	"github.com/cronix/cronix/server/handlers"
 	"github.com/cronix/cronix/server/schedule"
 )
 
@@ -333,6 +334,7 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 		RaftAddr: cfg.RaftAddr, RaftBootstrap: true, Location: loc, NodeToken: token,
 		AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"), DispatchMaxOps: embedetcd.DefaultMaxTxnOps,
 		Version: buildinfo.String(), Logger: log, Alert: cfg.alertServiceConfig(),
+		BuiltinHandlers: builtinHandlers(ctx),
 	}, cli)
 	if err != nil {
 		return err
@@ -409,7 +411,8 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 		RaftPeers: cfg.RaftPeers, Location: loc, NodeToken: cfg.NodeToken, AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"),
 		TLSCertFile: cfg.TLSCert, TLSKeyFile: cfg.TLSKey, NodeTLS: nodeTLS,
 		DispatchMaxOps: cfg.DispatchMaxOps, Version: buildinfo.String(), Logger: log,
-		Alert: cfg.alertServiceConfig(),
+		Alert:           cfg.alertServiceConfig(),
+		BuiltinHandlers: builtinHandlers(ctx),
 	}, cli)
 	if err != nil {
 		return err
@@ -555,6 +558,21 @@ func runPlugin(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("plugin %s: %w (plugins are started by 'cronix node', not by hand)", args[0], err)
 	}
 	return nil
+}
+
+// builtinHandlers describes the built-in handlers for the handler catalog,
+// so jobs using them save before any node has registered.
+func builtinHandlers(ctx context.Context) []handlers.Handler {
+	out := make([]handlers.Handler, 0, len(builtins))
+	for _, name := range builtinNames() {
+		info, err := builtins[name]().Info(ctx)
+		if err != nil {
+			continue // a built-in describes itself without I/O; skip one that cannot
+		}
+		out = append(out, handlers.Handler{Name: info.Name, Version: info.Version, Description: info.Description,
+			ParamsSchema: info.ParamsSchema})
+	}
+	return out
 }
 
 func builtinNames() []string {

@@ -22,8 +22,10 @@ import (
 	"github.com/cronix/cronix/server/alert"
 	"github.com/cronix/cronix/server/api"
 	"github.com/cronix/cronix/server/auth"
+	"github.com/cronix/cronix/server/catalog"
 	"github.com/cronix/cronix/server/compat"
 	"github.com/cronix/cronix/server/dispatch"
+	"github.com/cronix/cronix/server/handlers"
 	"github.com/cronix/cronix/server/monitor"
 	"github.com/cronix/cronix/server/raftha"
 	"github.com/cronix/cronix/server/scheduler"
@@ -60,6 +62,9 @@ type Config struct {
 	RaftPeers []string
 	// Location is the default time zone of schedules.
 	Location *time.Location
+	// BuiltinHandlers are the handlers built into the release, known to the
+	// handler catalog before any node publishes them.
+	BuiltinHandlers []handlers.Handler
 	// NodeToken is the shared secret nodes present when reporting results.
 	NodeToken string
 	// AdminPassword is the password of the admin user created on first start ("" = random).
@@ -171,12 +176,14 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if s.alerts, err = alert.New(acfg); err != nil {
 		return fmt.Errorf("server: alerting: %w", err)
 	}
+	cat := catalog.New(catalog.Config{Store: s.store, KV: s.etcd, Watcher: s.etcd, Keys: s.cfg.Keys,
+		Builtins: s.cfg.BuiltinHandlers, Logger: s.cfg.Logger})
 	handler := api.New(api.Config{
 		Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, Location: s.cfg.Location,
 		NodeToken: s.cfg.NodeToken, Logger: s.cfg.Logger, UI: ui.Handler(),
 		Compat: compat.New(compat.Config{Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, NodeToken: s.cfg.NodeToken,
-			Location: s.cfg.Location, Logger: s.cfg.Logger}),
-		Cluster: s.raft, Alerts: s.alerts, NodeTLS: s.cfg.NodeTLS,
+			Location: s.cfg.Location, Logger: s.cfg.Logger, Catalog: cat}),
+		Cluster: s.raft, Alerts: s.alerts, NodeTLS: s.cfg.NodeTLS, Catalog: cat,
 	})
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	s.wg.Add(1)
@@ -195,6 +202,12 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	})
 	s.raft.OnLeadership(func(ctx context.Context, term uint64) {
 		s.lead(ctx, term, sched)
+	})
+	// The leader keeps the handler catalog and the nodes' groups in SQL.
+	s.raft.OnLeadership(func(ctx context.Context, term uint64) {
+		if err := cat.Run(ctx); err != nil {
+			s.log.Error("handler catalog sync stopped", "term", term, "err", err)
+		}
 	})
 	mon := monitor.New(monitor.Config{Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, Logger: s.cfg.Logger})
 	s.raft.OnLeadership(func(ctx context.Context, term uint64) {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/server/auth"
+	"github.com/cronix/cronix/server/catalog"
 	"github.com/cronix/cronix/server/store"
 )
 
@@ -52,6 +53,7 @@ type Store interface {
 	FindRuns(ctx context.Context, f store.RunFilter, p store.Page) ([]store.Run, int, error)
 
 	versionStore
+	catalog.Store
 }
 
 var _ Store = (*store.Store)(nil)
@@ -98,6 +100,17 @@ type Config struct {
 	// NodeTLS verifies nodes whose endpoint serves https (live output,
 	// params validation); nil = the system roots.
 	NodeTLS *tls.Config
+	// Catalog is the handler catalog jobs are validated against; nil
+	// builds one over Store and Etcd without built-in handlers.
+	Catalog *catalog.Catalog
+}
+
+// catalog is Catalog, or one over Store and Etcd.
+func (c Config) catalog() *catalog.Catalog {
+	if c.Catalog != nil {
+		return c.Catalog
+	}
+	return catalog.New(catalog.Config{Store: c.Store, KV: c.Etcd, Keys: c.Keys, Logger: c.Logger})
 }
 
 // Validate reports a missing required field.
@@ -131,6 +144,7 @@ type server struct {
 	// validateClient calls nodes' validate endpoints: direct (no proxy),
 	// each call bounded by pluginValidateTimeout through its context.
 	validateClient *http.Client
+	catalog        *catalog.Catalog
 }
 
 // New returns the HTTP handler serving /healthz, /api/v1 and the UI. It
@@ -151,6 +165,7 @@ func New(cfg Config) http.Handler {
 		cluster:   cfg.Cluster,
 		alerts:    cfg.Alerts,
 		nodeTLS:   cfg.NodeTLS,
+		catalog:   cfg.catalog(),
 	}
 	s.validateClient = &http.Client{Transport: &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: pluginValidateTimeout}).DialContext,

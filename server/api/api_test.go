@@ -493,8 +493,7 @@ func TestInvalidInputWritesNothing(t *testing.T) {
 		{"bad cron", with("schedule", "61 * * * *"), 400, "schedule", "invalid cron expression"},
 		{"empty schedule", with("schedule", nil), 400, "schedule", "empty"},
 		{"unknown schedule type", with("schedule_type", "quartz"), 400, "schedule", "unknown schedule type"},
-		{"unknown handler", with("handler", "nope"), 400, "handler", `no live node of group "default" offers handler "nope"`},
-		{"handler of another group", with("handler", "http"), 400, "handler", `offers handler "http"`},
+		{"unknown handler", with("handler", "nope"), 400, "handler", `unknown handler "nope": no node has ever offered it (known: http, shell)`},
 		{"missing handler", with("handler", nil), 400, "handler", "required"},
 		{"missing name", with("name", nil), 400, "name", "required"},
 		{"blank name", with("name", "   "), 400, "name", "required"},
@@ -620,6 +619,58 @@ func TestJobNamesUniqueInGroup(t *testing.T) {
 	}
 	require.Equal(t, map[int]int{http.StatusCreated: 1, http.StatusConflict: n - 1}, counts)
 	require.Equal(t, 3, b.jobTotal())
+}
+
+// TestJobSavesWithoutLiveNode: a handler the catalog knows saves with a
+// warning while no node of the job's group offers it (the node is down,
+// or has not registered yet), checked against the catalog's schema; a
+// handler never seen is refused listing the known ones.
+func TestJobSavesWithoutLiveNode(t *testing.T) {
+	t.Parallel()
+	b := setup(t) // n1 of "default" offers shell
+	putNode(t, b.etcd, b.keys, cluster.NodeInfo{UUID: "n2", Group: "web", IP: "127.0.0.12", Port: 1,
+		Plugins: []cluster.PluginInfo{{Name: "http", Version: "1"}}})
+	putHandler(t, b, cluster.HandlerInfo{Name: "http", Version: "1", Node: "n2",
+		ParamsSchema: json.RawMessage(`{"type":"object","required":["url"],"properties":{"url":{"type":"string"}}}`)})
+
+	// http is offered in "web" only: a "default" job using it waits for a node.
+	j := validJob()
+	j["handler"], j["params"] = "http", map[string]any{"url": "http://example.com"}
+	var saved api.SavedJob
+	b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, j, http.StatusCreated, &saved)
+	require.Equal(t, []string{`no live node of group "default" offers handler "http" now: the job is saved and fires once one does`},
+		saved.Warnings)
+	require.Equal(t, "http", saved.Handler)
+
+	// The nodes go away: the catalog in SQL still knows http and its schema.
+	_, err := b.etcd.Delete(b.ctx, "/", clientv3.WithPrefix())
+	require.NoError(t, err)
+	j["name"], j["params"] = "b2", map[string]any{"nope": 1}
+	e := b.errorOf(http.MethodPost, "/api/v1/jobs", b.token, j, http.StatusBadRequest)
+	require.Contains(t, e.Fields["params"], "params do not match the http handler's schema (version 1): missing property 'url'")
+	j["params"] = map[string]any{"url": "http://example.com/2"}
+	b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, j, http.StatusCreated, &saved)
+	require.Len(t, saved.Warnings, 1)
+	// shell was only listed by n1's registration: known too, without a schema.
+	j["name"], j["handler"], j["params"] = "b3", "shell", map[string]any{"script": "true"}
+	b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, j, http.StatusCreated, &saved)
+	require.Len(t, saved.Warnings, 1)
+	// Updates warn the same way.
+	b.doJSON(http.MethodPut, fmt.Sprintf("/api/v1/jobs/%d", saved.ID), b.token, j, http.StatusOK, &saved)
+	require.Len(t, saved.Warnings, 1)
+
+	j["name"], j["handler"] = "b4", "nope"
+	e = b.errorOf(http.MethodPost, "/api/v1/jobs", b.token, j, http.StatusBadRequest)
+	require.Equal(t, `unknown handler "nope": no node has ever offered it (known: http, shell)`, e.Fields["handler"])
+	require.Equal(t, 3, b.jobTotal())
+
+	// With a live node offering it, no warning.
+	putNode(t, b.etcd, b.keys, cluster.NodeInfo{UUID: "n1", Group: "default", IP: "127.0.0.11", Port: 1,
+		Plugins: []cluster.PluginInfo{{Name: "shell", Version: "1.0.0"}}})
+	j["name"], j["handler"] = "b5", "shell"
+	status, raw := b.do(http.MethodPost, "/api/v1/jobs", b.token, j)
+	require.Equal(t, http.StatusCreated, status, "%s", raw)
+	require.NotContains(t, string(raw), "warnings")
 }
 
 func TestGroupIsEnsured(t *testing.T) {

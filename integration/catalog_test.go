@@ -29,6 +29,7 @@ func TestJobsSaveWithoutLiveNode(t *testing.T) {
 	require.NoError(t, err)
 	s := &standalone{
 		etcdURL: "http://" + etcdAddr,
+		dataDir: dataDir,
 		api:     harness.NewClient("http://" + httpAddr),
 	}
 	// No token exists before /healthz answers, so the first request after

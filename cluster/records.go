@@ -280,6 +280,15 @@ type ProcInfo struct {
 	Killed  bool      `json:"killed"`
 }
 
+// ServerRaftStatus is the value of /registry/cronix/server/<ip>:<port>/status:
+// a non-voter's own raft progress, refreshed every second under its lease.
+type ServerRaftStatus struct {
+	ID            string    `json:"id"`
+	AppliedIndex  uint64    `json:"applied_index"`
+	LastContactMs int64     `json:"last_contact_ms"`
+	Updated       time.Time `json:"updated"`
+}
+
 // ServerInfo is the value of /registry/cronix/server/<ip>:<port>/data.
 type ServerInfo struct {
 	ID      string    `json:"id"`

@@ -229,9 +229,15 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		s.alerts.WatchLeader(runCtx, s.raft, time.Second, s.cfg.ID)
 	}()
 
+	s.raft.OnLeadership(func(ctx context.Context, _ uint64) {
+		s.raft.RunPromoter(ctx, raftha.PromoterConfig{Source: registryProgress{etcd: s.etcd}, Interval: statusInterval})
+	})
+
 	if err := s.register(ctx, runCtx); err != nil {
 		return err
 	}
+	s.wg.Add(1)
+	go s.reportProgress(runCtx)
 	s.log.Info("server started", "id", s.cfg.ID, "url", s.url)
 	return nil
 }
@@ -258,7 +264,8 @@ func (s *Server) lead(ctx context.Context, term uint64, sched *scheduler.Schedul
 		if errors.Is(err, dispatch.ErrFenced) {
 			// A newer term holds the fence: this term can never dispatch
 			// again. Stay idle until raft takes this leadership away.
-			log.Warn("trigger loop fenced by a newer term; idle until this term ends", "err", err)
+			log.Warn("trigger loop fenced by a newer term; idle until this term ends (if this replica stays "+
+				"leader, the fence is from a lost raft lineage: see 'cronix raft recover' in docs/deployment.md)", "err", err)
 			<-ctx.Done()
 			return
 		}

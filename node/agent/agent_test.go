@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -493,4 +495,70 @@ func TestInterruptedFireIsReportedLostNotRerun(t *testing.T) {
 	_, still := b.agent.starts.running["18-2"]
 	b.agent.starts.mu.Unlock()
 	require.False(t, still)
+}
+
+// logRecorder keeps the messages logged at Warn or above.
+type logRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *logRecorder) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, rec.Message)
+	return nil
+}
+func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *logRecorder) WithGroup(string) slog.Handler      { return r }
+
+func (r *logRecorder) messages() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.msgs...)
+}
+
+// Fires that finished before a restart are not reported "in progress" or
+// lost by the next process, whether the previous one stopped gracefully or
+// its journal lost the end lines (a crash right after the run keys were
+// deleted).
+func TestRestartDoesNotReportFinishedFiresLost(t *testing.T) {
+	t.Parallel()
+	spoolDir := t.TempDir()
+	b := setup(t, func(c *Config) { c.SpoolDir = spoolDir })
+	b.start(t)
+	for i := range 3 {
+		b.dispatch(t, fmt.Sprintf("18-%d", i), "echo", "", 0)
+	}
+	for i := range 3 {
+		require.Equal(t, cluster.StatusSuccess, b.waitFinal(t, fmt.Sprintf("18-%d", i)).Status)
+	}
+	b.agent.Stop()
+	prev, err := readStartLog(filepath.Join(spoolDir, startLogName))
+	require.NoError(t, err)
+	require.Empty(t, prev, "every journalled fire has its end line")
+
+	// A crash between the run key deletion and the end line: only the start line is left.
+	line, err := json.Marshal(startEntry{FireID: "18-9", JobID: 18, StartedAt: time.Now().UTC()})
+	require.NoError(t, err)
+	f, err := os.OpenFile(filepath.Join(spoolDir, startLogName), os.O_APPEND|os.O_WRONLY, 0o600)
+	require.NoError(t, err)
+	_, err = f.Write(append(line, '\n'))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	logs := &logRecorder{}
+	b.cfg.Logger = slog.New(logs)
+	b.agent = b.newAgent(t)
+	b.start(t)
+	b.dispatch(t, "18-10", "echo", "", 0)
+	require.Equal(t, cluster.StatusSuccess, b.waitFinal(t, "18-10").Status)
+	b.agent.Stop()
+	for _, m := range logs.messages() {
+		require.NotContains(t, m, "in progress", "no false in-progress warning")
+	}
+	for _, r := range b.srv.all() {
+		require.NotEqual(t, cluster.StatusLost, r.Status, "no finished fire reported lost: %+v", r)
+	}
 }

@@ -49,7 +49,12 @@
 //   - With SpoolDir set, queued results are fsynced to disk before each
 //     delivery attempt and forgotten only after their run keys are deleted,
 //     so a restart loses none that were synced, and their fires are not run
-//     again by the next process (it delivers them first). A fire whose result was
+//     again by the next process (it delivers them first). The start journal
+//     (started.log in SpoolDir) has a line for every fire whose handler was
+//     called, and an end line once its run key was deleted; the next process
+//     reports a fire `lost` (and does not run it) only when it has a start
+//     line, no end line, no spooled result and its run key still exists, so
+//     fires that finished before a restart are never reported lost. A fire whose result was
 //     not yet synced when the process died still has its run key, so the
 //     next process runs it again (at-most-once holds per process, not
 //     across a crash); the server keeps the first final result.

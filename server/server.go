@@ -65,8 +65,11 @@ type Config struct {
 	// BuiltinHandlers are the handlers built into the release, known to the
 	// handler catalog before any node publishes them.
 	BuiltinHandlers []handlers.Handler
-	// NodeToken is the shared secret nodes present when reporting results.
+	// NodeToken is the shared secret nodes present when reporting results;
+	// the cluster key that signs the records nodes act on is derived from it.
 	NodeToken string
+	// PreviousNodeToken, during a rotation, is also accepted from nodes.
+	PreviousNodeToken string
 	// AdminPassword is the password of the admin user created on first start ("" = random).
 	AdminPassword string
 	// DispatchMaxOps caps operations per etcd transaction.
@@ -180,10 +183,10 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Builtins: s.cfg.BuiltinHandlers, Logger: s.cfg.Logger})
 	handler := api.New(api.Config{
 		Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, Location: s.cfg.Location,
-		NodeToken: s.cfg.NodeToken, Logger: s.cfg.Logger, UI: ui.Handler(),
+		NodeToken: s.cfg.NodeToken, PreviousNodeToken: s.cfg.PreviousNodeToken, Logger: s.cfg.Logger, UI: ui.Handler(),
 		Compat: compat.New(compat.Config{Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, NodeToken: s.cfg.NodeToken,
 			Location: s.cfg.Location, Logger: s.cfg.Logger, Catalog: cat}),
-		Cluster: s.raft, Alerts: s.alerts, NodeTLS: s.cfg.NodeTLS, Catalog: cat,
+		Cluster: s.raft, Alerts: s.alerts, Security: s.alerts, NodeTLS: s.cfg.NodeTLS, Catalog: cat,
 	})
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	s.wg.Add(1)
@@ -194,7 +197,11 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		}
 	}()
 
-	disp := dispatch.New(s.etcd, s.cfg.Keys, s.cfg.ID, dispatch.WithMaxOps(s.cfg.DispatchMaxOps))
+	ring, err := cluster.KeyringFromTokens(s.cfg.NodeToken, s.cfg.PreviousNodeToken)
+	if err != nil {
+		return fmt.Errorf("server: cluster key: %w", err)
+	}
+	disp := dispatch.New(s.etcd, s.cfg.Keys, s.cfg.ID, ring, dispatch.WithMaxOps(s.cfg.DispatchMaxOps))
 	sched := scheduler.New(scheduler.Config{
 		Jobs: s.store, Runs: s.store, Cursors: s.raft, Dispatcher: disp, Etcd: s.etcd, Keys: s.cfg.Keys,
 		Location: s.cfg.Location, Logger: s.cfg.Logger,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/node/spool"
+	"github.com/cronix/cronix/node/trust"
 	"github.com/cronix/cronix/pluginapi"
 )
 
@@ -49,6 +50,8 @@ type Agent struct {
 	reg      *registration
 	servers  *serverSet
 	reporter *reporter
+	guard    *trust.Guard    // verifies every record the node acts on
+	security *securitySender // delivers refused records to the servers
 	sem      chan struct{}
 
 	// life serialises Start and Stop; state is guarded by it.
@@ -114,6 +117,16 @@ func New(cfg Config, etcd *clientv3.Client, runner Runner) (*Agent, error) {
 		lanes:        map[int64]*lane{},
 		execs:        map[string]*execution{},
 		pendingKills: map[string]time.Time{},
+	}
+	ring, err := cluster.KeyringFromTokens(cfg.NodeToken, cfg.PreviousNodeToken)
+	if err != nil {
+		return nil, fmt.Errorf("agent: cluster key: %w", err)
+	}
+	a.security = newSecuritySender(a)
+	a.guard, err = trust.New(trust.Config{Etcd: etcd, Keys: cfg.Keys, Keyring: ring, Logger: log,
+		Report: a.security.report})
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
 	}
 	a.servers = newServerSet(etcd, cfg.ServerURLs, log)
 	a.reporter = &reporter{
@@ -200,6 +213,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	if err := a.servers.start(ctx); err != nil {
 		return err
 	}
+	a.security.start(context.WithoutCancel(ctx))
 	a.reg = newRegistration(a.etcd, a.cfg.Keys.Node(a.cfg.UUID), a.cfg.LeaseTTL, cluster.NodeInfo{
 		UUID:    a.cfg.UUID,
 		Group:   a.cfg.Group,
@@ -280,6 +294,7 @@ func (a *Agent) shutdown() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.FlushTimeout)
 	a.reporter.stop(ctx)
+	a.security.stop(ctx)
 	cancel()
 	if a.starts != nil {
 		a.starts.close() // after the last deletions' end lines
@@ -294,6 +309,10 @@ func (a *Agent) shutdown() {
 		a.runCancel()
 	}
 }
+
+// Guard is the agent's record check, for the node's other components that
+// act on records (the system-info responder).
+func (a *Agent) Guard() *trust.Guard { return a.guard }
 
 // dropQueued forgets the fires queued behind a running one of their job:
 // they were not started, and their run keys stay for the next process.

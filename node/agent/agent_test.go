@@ -191,7 +191,8 @@ func TestMalformedDispatchIsReportedFailed(t *testing.T) {
 	b := setup(t, nil)
 	b.start(t)
 
-	_, err := b.etcd.Put(t.Context(), b.cfg.Keys.Run(b.cfg.UUID, "5-99"), "{not json")
+	key := b.cfg.Keys.Run(b.cfg.UUID, "5-99")
+	_, err := b.etcd.Put(t.Context(), key, seal(t, key, "[1,2]")) // signed, but not a dispatch
 	require.NoError(t, err)
 	res := b.waitFinal(t, "5-99")
 	require.Equal(t, cluster.StatusFailed, res.Status)
@@ -207,7 +208,8 @@ func TestResultsAreBatched(t *testing.T) {
 	ops := make([]clientv3.Op, 100)
 	for i := range ops {
 		id := fmt.Sprintf("11-%d", 1000+i)
-		ops[i] = clientv3.OpPut(b.cfg.Keys.Run(b.cfg.UUID, id), dispatchValue(t, id, "echo", "", 0))
+		key := b.cfg.Keys.Run(b.cfg.UUID, id)
+		ops[i] = clientv3.OpPut(key, seal(t, key, dispatchValue(t, id, "echo", "", 0)))
 	}
 	_, err := b.etcd.Txn(t.Context()).Then(ops...).Commit()
 	require.NoError(t, err)
@@ -239,7 +241,8 @@ func TestServerErrorsDelayButNeverLoseResults(t *testing.T) {
 	for i := range ops {
 		id := fmt.Sprintf("12-%d", 1000+i)
 		want = append(want, id)
-		ops[i] = clientv3.OpPut(b.cfg.Keys.Run(b.cfg.UUID, id), dispatchValue(t, id, "echo", "", 0))
+		key := b.cfg.Keys.Run(b.cfg.UUID, id)
+		ops[i] = clientv3.OpPut(key, seal(t, key, dispatchValue(t, id, "echo", "", 0)))
 	}
 	_, err := b.etcd.Txn(t.Context()).Then(ops...).Commit()
 	require.NoError(t, err)
@@ -385,11 +388,13 @@ func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 	_, err := New(Config{}, nil, newTestRunner())
 	require.ErrorContains(t, err, "UUID is required")
+	_, err = New(Config{UUID: "n"}, nil, newTestRunner())
+	require.ErrorContains(t, err, "NodeToken is required")
 	_, err = New(Config{UUID: "n", ServerURLs: []string{"ftp://x"}}, nil, newTestRunner())
 	require.ErrorContains(t, err, "not an http(s) URL")
 	_, err = New(Config{UUID: "n", ReportBatch: -1}, nil, newTestRunner())
 	require.ErrorContains(t, err, "ReportBatch -1 must be positive")
-	require.NoError(t, Config{UUID: "n"}.withDefaults().Validate())
+	require.NoError(t, Config{UUID: "n", NodeToken: "t"}.withDefaults().Validate())
 }
 
 func TestCappedOutputKeepsValidUTF8(t *testing.T) {
@@ -424,7 +429,8 @@ func TestStartFailsWhenEtcdIsDown(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 
-	a, err := New(Config{UUID: "n", ServerURLs: []string{"http://127.0.0.1:1"}, Logger: testLogger()}, c, newTestRunner())
+	a, err := New(Config{UUID: "n", NodeToken: "t", ServerURLs: []string{"http://127.0.0.1:1"}, Logger: testLogger()}, c,
+		newTestRunner())
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()
@@ -453,7 +459,8 @@ func TestRunKeyDeletionFitsEtcdsTxnLimit(t *testing.T) {
 		ops := make([]clientv3.Op, 100)
 		for i := range ops {
 			id := fmt.Sprintf("18-%d", 1000+txn*100+i)
-			ops[i] = clientv3.OpPut(b.cfg.Keys.Run(b.cfg.UUID, id), dispatchValue(t, id, "echo", "", 0))
+			key := b.cfg.Keys.Run(b.cfg.UUID, id)
+			ops[i] = clientv3.OpPut(key, seal(t, key, dispatchValue(t, id, "echo", "", 0)))
 		}
 		_, err := c.Txn(t.Context()).Then(ops...).Commit()
 		require.NoError(t, err)

@@ -8,6 +8,10 @@
 //	leader txn: PUT /Cronix/run/<node>/<fire_id> = Dispatch
 //	    │  intake: List the run prefix, then Watch from that revision+1
 //	    ▼
+//	trust.Guard: MAC (current or previous cluster key) for this key, term fits /Cronix/leader
+//	    │ ──(unsigned / mis-signed / copied / stale term)──► not run; key deleted, logged,
+//	    │                                                    security event to the servers
+//	    ▼
 //	dedupe by fire id ──(already running / finished / recently deleted)──► ignored
 //	    │                                       (a recently deleted fire's new key is deleted again)
 //	    ▼  block strategy, per job id (lane):
@@ -32,6 +36,14 @@
 //	one etcd txn deletes the batch's finished run keys
 //
 // # Guarantees
+//
+//   - Only signed records are acted on: a run record, kill key, proc key
+//     marked killed (and, in node/sysinfo, a system-info request) is acted
+//     on only if its MAC verifies for its own key with the cluster key and
+//     its term fits the leader key (node/trust). A refused record is deleted
+//     (if unchanged), logged, and reported to POST
+//     /api/v1/internal/security-events (in memory, up to 1000 waiting,
+//     retried with backoff). Plain proc keys are the node's own.
 //
 //   - Each fire id is run at most once per agent process: a fire already
 //     running, finished, or whose run key this process deleted (a bounded

@@ -23,6 +23,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/server/alert"
 	"github.com/cronix/cronix/server/auth"
 	"github.com/cronix/cronix/server/catalog"
 	"github.com/cronix/cronix/server/store"
@@ -54,6 +55,7 @@ type Store interface {
 
 	versionStore
 	catalog.Store
+	securityStore
 }
 
 var _ Store = (*store.Store)(nil)
@@ -82,6 +84,11 @@ type Config struct {
 	// NodeToken is the shared secret nodes present as a bearer token to
 	// POST /api/v1/internal/results. Empty rejects every result batch.
 	NodeToken string
+	// PreviousNodeToken, during a rotation, is also accepted from nodes, and
+	// the node-trust records this API writes (kill requests, system-info
+	// requests) are signed with the key derived from NodeToken
+	// (cluster.KeyringFromTokens).
+	PreviousNodeToken string
 	// TokenTTL is how long a login token is valid; 0 means DefaultTokenTTL.
 	TokenTTL time.Duration
 	// Logger receives request logs (debug) and internal errors; nil discards.
@@ -97,6 +104,9 @@ type Config struct {
 	Cluster ClusterInfo
 	// Alerts serves /api/v1/alerts and /api/v1/settings/alerting; nil answers 503.
 	Alerts Alerts
+	// Security raises a `security` alert for every security event (a
+	// record a node refused, a foreign result); nil raises none.
+	Security alert.Raiser
 	// NodeTLS verifies nodes whose endpoint serves https (live output,
 	// params validation); nil = the system roots.
 	NodeTLS *tls.Config
@@ -135,11 +145,14 @@ type server struct {
 	keys      cluster.Keys
 	loc       *time.Location
 	nodeToken string
+	prevToken string
+	ring      *cluster.Keyring // signs the records nodes act on; nil without a node token
 	tokenTTL  time.Duration
 	log       *slog.Logger
 	now       func() time.Time
 	cluster   ClusterInfo
 	alerts    Alerts
+	security  alert.Raiser
 	nodeTLS   *tls.Config
 	// validateClient calls nodes' validate endpoints: direct (no proxy),
 	// each call bounded by pluginValidateTimeout through its context.
@@ -159,11 +172,13 @@ func New(cfg Config) http.Handler {
 		keys:      cfg.Keys,
 		loc:       cfg.Location,
 		nodeToken: cfg.NodeToken,
+		prevToken: cfg.PreviousNodeToken,
 		tokenTTL:  cfg.TokenTTL,
 		log:       cfg.Logger,
 		now:       cfg.Now,
 		cluster:   cfg.Cluster,
 		alerts:    cfg.Alerts,
+		security:  cfg.Security,
 		nodeTLS:   cfg.NodeTLS,
 		catalog:   cfg.catalog(),
 	}
@@ -175,6 +190,9 @@ func New(cfg Config) http.Handler {
 	}}
 	if s.loc == nil {
 		s.loc = time.Local
+	}
+	if cfg.NodeToken != "" {
+		s.ring, _ = cluster.KeyringFromTokens(cfg.NodeToken, cfg.PreviousNodeToken) // only fails on an empty token
 	}
 	if s.tokenTTL == 0 {
 		s.tokenTTL = DefaultTokenTTL
@@ -232,6 +250,7 @@ func (s *server) routes() *mux.Router {
 	s.scheduleRoutes(r, v1)   // schedules.go: schedule preview
 	s.handlerRoutes(r, v1)    // handlers.go: handler list with params schemas
 	s.runControlRoutes(r, v1) // runcontrol.go: kill, live output, node system info
+	s.securityRoutes(r, v1)   // security.go: security events (node report, admin list)
 	s.groupRoutes(r, v1)      // groups.go: groups CRUD
 	s.versionRoutes(r, v1)    // versions.go: saved versions of a job (glue history)
 	s.openAPIRoutes(r, v1)    // openapi.go: the OpenAPI 3 document

@@ -70,7 +70,7 @@ func (b *syncBuffer) String() string {
 
 // bundle is one test's API server with its real store and etcd.
 type bundle struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	srv   *httptest.Server
 	store *store.Store
@@ -81,7 +81,7 @@ type bundle struct {
 	token string // admin bearer token
 }
 
-func setup(t *testing.T) *bundle {
+func setup(t testing.TB) *bundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
@@ -128,7 +128,7 @@ func setup(t *testing.T) *bundle {
 	return b
 }
 
-func putNode(t *testing.T, cli *clientv3.Client, keys cluster.Keys, n cluster.NodeInfo) {
+func putNode(t testing.TB, cli *clientv3.Client, keys cluster.Keys, n cluster.NodeInfo) {
 	t.Helper()
 	v, err := json.Marshal(n)
 	require.NoError(t, err)
@@ -731,6 +731,7 @@ func TestResultsAndRuns(t *testing.T) {
 	require.Contains(t, e.Fields, "results[1].status")
 
 	var ack cluster.ResultAck
+	b.dispatchRuns(batch.Results)
 	b.doJSON(http.MethodPost, "/api/v1/internal/results", nodeToken, batch, http.StatusOK, &ack)
 	require.Equal(t, 2, ack.Accepted)
 	// Idempotent: the same batch again is accepted and changes nothing.
@@ -802,6 +803,7 @@ func TestResultBodyLimit(t *testing.T) {
 		Status: cluster.StatusFailed, ScheduledAt: sched, Output: strings.Repeat("o", 2<<20),
 	}}}
 	var ack cluster.ResultAck
+	b.dispatchRuns(batch.Results)
 	b.doJSON(http.MethodPost, "/api/v1/internal/results", nodeToken, batch, http.StatusOK, &ack)
 	require.Equal(t, 1, ack.Accepted)
 	var runs api.List[api.Run]
@@ -864,4 +866,55 @@ func TestGetNodeShowsRefusedPlugins(t *testing.T) {
 		{Name: "notify", Handler: "notify", Version: "1.0.0", Protocol: 2, State: "loaded"},
 	}, n.PluginStatus)
 	b.errorOf(http.MethodGet, "/api/v1/nodes/nope", b.token, nil, http.StatusNotFound)
+}
+
+// A result for a fire that was not dispatched to the reporting node (no
+// run, or another node's run) is acknowledged but not stored, and shows up
+// as a security event; nodes' refused records show up there too.
+func TestForeignResultsAndSecurityEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var job api.Job
+	b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, validJob(), http.StatusCreated, &job)
+	at := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)
+	mine := cluster.RunResult{FireID: cluster.FireID(job.ID, at), JobID: job.ID, Node: "n1",
+		Status: cluster.StatusSuccess, ScheduledAt: at}
+	b.dispatchRuns([]cluster.RunResult{mine})
+	theirs := mine
+	theirs.Node = "n2" // n1's fire, reported by n2
+	unknown := cluster.RunResult{FireID: cluster.FireID(job.ID, at.Add(time.Hour)), JobID: job.ID, Node: "n1",
+		Status: cluster.StatusSuccess, ScheduledAt: at.Add(time.Hour)} // never dispatched
+	var ack cluster.ResultAck
+	b.doJSON(http.MethodPost, "/api/v1/internal/results", nodeToken,
+		cluster.ResultBatch{Results: []cluster.RunResult{theirs, unknown}}, http.StatusOK, &ack)
+	require.Equal(t, 2, ack.Accepted, "acknowledged, so the node stops sending them")
+	var runs api.List[api.Run]
+	b.doJSON(http.MethodGet, fmt.Sprintf("/api/v1/jobs/%d/runs", job.ID), b.token, nil, http.StatusOK, &runs)
+	require.Equal(t, 1, runs.Total, "the never-dispatched fire is not recorded")
+	require.Equal(t, cluster.StatusTriggered, runs.Items[0].Status, "n2's report did not finish n1's run")
+
+	b.doJSON(http.MethodPost, "/api/v1/internal/security-events", nodeToken, cluster.SecurityEventBatch{
+		Node: "n1", Events: []cluster.SecurityEvent{{At: at, Kind: "unsigned_record", Key: "/Cronix/run/n1/9-9",
+			Reason: "record is not signed"}},
+	}, http.StatusOK, nil)
+	b.errorOf(http.MethodPost, "/api/v1/internal/security-events", b.token, cluster.SecurityEventBatch{Node: "n1"},
+		http.StatusUnauthorized)
+	e := b.errorOf(http.MethodPost, "/api/v1/internal/security-events", nodeToken,
+		cluster.SecurityEventBatch{Events: []cluster.SecurityEvent{{}}}, http.StatusBadRequest)
+	require.Contains(t, e.Fields, "node")
+	require.Contains(t, e.Fields, "events[0].kind")
+
+	var events api.List[api.SecurityEvent]
+	b.doJSON(http.MethodGet, "/api/v1/security/events", b.token, nil, http.StatusOK, &events)
+	require.Equal(t, 3, events.Total)
+	kinds := map[string]string{}
+	for _, ev := range events.Items {
+		kinds[ev.Key] = ev.Kind + "@" + ev.Node
+	}
+	require.Equal(t, map[string]string{
+		theirs.FireID:        api.KindForeignResult + "@n2",
+		unknown.FireID:       api.KindForeignResult + "@n1",
+		"/Cronix/run/n1/9-9": "unsigned_record@n1",
+	}, kinds)
+	b.errorOf(http.MethodGet, "/api/v1/security/events", "", nil, http.StatusUnauthorized)
 }

@@ -161,7 +161,7 @@ func (k *Keyring) Open(etcdKey string, value []byte) (body []byte, term uint64, 
 func DecodeSignedRecord(value []byte) (SignedRecord, error) {
 	var rec SignedRecord
 	if err := json.Unmarshal(value, &rec); err != nil {
-		return SignedRecord{}, fmt.Errorf("%w: %v", ErrUnsigned, err)
+		return SignedRecord{}, fmt.Errorf("%w: %w", ErrUnsigned, err)
 	}
 	if rec.V != SignedRecordVersion || rec.MAC == "" || len(rec.Body) == 0 {
 		return SignedRecord{}, fmt.Errorf("%w: no version-%d envelope", ErrUnsigned, SignedRecordVersion)

@@ -153,7 +153,7 @@ func (a *Agent) onProcKey(ctx context.Context, kv *mvccpb.KeyValue) {
 	if _, err := cluster.DecodeSignedRecord(kv.Value); err != nil {
 		// Plain: the node's own write, or a forgery.
 		if err := json.Unmarshal(kv.Value, &info); err != nil {
-			a.guard.Refuse(ctx, kv, fmt.Errorf("%w: unreadable proc key: %v", cluster.ErrUnsigned, err))
+			a.guard.Refuse(ctx, kv, fmt.Errorf("%w: unreadable proc key: %w", cluster.ErrUnsigned, err))
 			return
 		}
 		if info.Killed {

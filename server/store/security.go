@@ -101,7 +101,7 @@ func (s *Store) RunNodes(ctx context.Context, fireIDs []string) (map[string]stri
 			Node   string `bun:"node"`
 		}
 		if err := s.db.NewSelect().Table("runs").Column("fire_id", "node").
-			Where("fire_id IN (?)", bun.In(chunk)).Scan(ctx, &rows); err != nil {
+			Where("fire_id IN (?)", bun.List(chunk)).Scan(ctx, &rows); err != nil {
 			return nil, wrap(err, "read the nodes of %d runs", len(chunk))
 		}
 		for _, r := range rows {

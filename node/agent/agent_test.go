@@ -452,7 +452,7 @@ func TestRunKeyDeletionFitsEtcdsTxnLimit(t *testing.T) {
 
 	b := setupWith(t, c, func(c *Config) {
 		c.ReportBatch = 200
-		c.ReportInterval = DefaultReportInterval
+		c.ReportInterval = 5 * time.Second // one batch of 200 (ReportBatch sends it at once), however slow the intake
 	})
 	b.start(t)
 	for txn := range 2 {

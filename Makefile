@@ -27,11 +27,13 @@ run: build ## start Cronix standalone (embedded etcd, SQLite, one server, one no
 run-ha: build ## local HA demo: cronix etcd + 3 server replicas (HTTP 8081-8083, raft 7001-7003) + 1 node; SQLite in ./data-ha (CRONIX_HA_DB=postgres://... to use PostgreSQL)
 	BIN=$(BIN) ./scripts/run-ha.sh
 
-test: ## vet, the web admin's component tests, every Go test with the race detector (store suite on PostgreSQL/MySQL when CRONIX_TEST_*_DSN are set; the browser test in integration/), then a bounded fuzz of the schedule parser
+test: ## vet, the web admin's component tests, every Go test with the race detector (store suite on PostgreSQL/MySQL when CRONIX_TEST_*_DSN are set; the browser test in integration/), then bounded fuzzing of the schedule parser, the etcd record decoders and the API's JSON bodies
 	$(GO) vet ./...
 	$(MAKE) test-ui
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(GO) test -run '^$$' -fuzz=FuzzParse -fuzztime=$(FUZZ_TIME) ./server/schedule/
+	$(GO) test -run '^$$' -fuzz=FuzzOpenRecord -fuzztime=$(FUZZ_TIME) ./cluster/
+	$(GO) test -run '^$$' -fuzz=FuzzJSONBodies -fuzztime=$(FUZZ_TIME) ./server/api/
 
 ui: ## rebuild the web admin (ui/web, needs Node 20+) into ui/dist, which the binary embeds; commit the result
 	cd ui/web && npm ci --no-audit --no-fund && npm run build

@@ -32,6 +32,7 @@ import (
 	"github.com/cronix/cronix/server/alert"
 	"github.com/cronix/cronix/server/auth"
 	"github.com/cronix/cronix/server/embedetcd"
+	"github.com/cronix/cronix/server/handlers"
 	"github.com/cronix/cronix/server/schedule"
 )
 
@@ -139,15 +140,16 @@ type serverConfig struct {
 	DataDir string `flag:"data-dir" env:"CRONIX_DATA_DIR" yaml:"data_dir" help:"directory for raft state"`
 	etcdClientConfig
 	httpTLSConfig
-	HTTPAddr       string   `flag:"http-addr" env:"CRONIX_HTTP_ADDR" yaml:"http_addr" help:"address of the REST API and web admin"`
-	AdvertiseURL   string   `flag:"advertise-url" env:"CRONIX_ADVERTISE_URL" yaml:"advertise_url" help:"URL nodes use to reach this replica's API (default: http(s)://<http-addr>)"`
-	DB             string   `flag:"db" env:"CRONIX_DB" yaml:"db" help:"database DSN: sqlite:///path.db, postgres://..., mysql://user:pass@tcp(host:3306)/db?parseTime=true"`
-	RaftAddr       string   `flag:"raft-addr" env:"CRONIX_RAFT_ADDR" yaml:"raft_addr" help:"raft transport address"`
-	RaftBootstrap  bool     `flag:"raft-bootstrap" env:"CRONIX_RAFT_BOOTSTRAP" yaml:"raft_bootstrap" help:"bootstrap a new single-voter raft cluster on first start"`
-	RaftPeers      []string `flag:"raft-peers" env:"CRONIX_RAFT_PEERS" yaml:"raft_peers" help:"comma-separated id=host:port of every voter of a new HA cluster, this replica included; a replica with no raft state bootstraps it (same list on every replica)"`
-	Timezone       string   `flag:"timezone" env:"CRONIX_TIMEZONE" yaml:"timezone" help:"default time zone of schedules (IANA name; empty = the machine's)"`
-	NodeToken      string   `flag:"node-token" env:"CRONIX_NODE_TOKEN" yaml:"node_token" help:"shared secret nodes present when reporting results (required)"`
-	DispatchMaxOps int      `flag:"dispatch-max-ops" env:"CRONIX_DISPATCH_MAX_OPS" yaml:"dispatch_max_ops" help:"most operations per etcd transaction (etcd's --max-txn-ops)"`
+	HTTPAddr          string   `flag:"http-addr" env:"CRONIX_HTTP_ADDR" yaml:"http_addr" help:"address of the REST API and web admin"`
+	AdvertiseURL      string   `flag:"advertise-url" env:"CRONIX_ADVERTISE_URL" yaml:"advertise_url" help:"URL nodes use to reach this replica's API (default: http(s)://<http-addr>)"`
+	DB                string   `flag:"db" env:"CRONIX_DB" yaml:"db" help:"database DSN: sqlite:///path.db, postgres://..., mysql://user:pass@tcp(host:3306)/db?parseTime=true"`
+	RaftAddr          string   `flag:"raft-addr" env:"CRONIX_RAFT_ADDR" yaml:"raft_addr" help:"raft transport address"`
+	RaftBootstrap     bool     `flag:"raft-bootstrap" env:"CRONIX_RAFT_BOOTSTRAP" yaml:"raft_bootstrap" help:"bootstrap a new single-voter raft cluster on first start"`
+	RaftPeers         []string `flag:"raft-peers" env:"CRONIX_RAFT_PEERS" yaml:"raft_peers" help:"comma-separated id=host:port of every voter of a new HA cluster, this replica included; a replica with no raft state bootstraps it (same list on every replica)"`
+	Timezone          string   `flag:"timezone" env:"CRONIX_TIMEZONE" yaml:"timezone" help:"default time zone of schedules (IANA name; empty = the machine's)"`
+	NodeToken         string   `flag:"node-token" env:"CRONIX_NODE_TOKEN" yaml:"node_token" help:"shared secret nodes present when reporting results (required)"`
+	PreviousNodeToken string   `flag:"previous-node-token" env:"CRONIX_PREVIOUS_NODE_TOKEN" yaml:"previous_node_token" help:"during a node token rotation: the other token still accepted from nodes (see docs/security.md)"`
+	DispatchMaxOps    int      `flag:"dispatch-max-ops" env:"CRONIX_DISPATCH_MAX_OPS" yaml:"dispatch_max_ops" help:"most operations per etcd transaction (etcd's --max-txn-ops)"`
 }
 
 // etcdConfig configures "cronix etcd".
@@ -240,14 +242,15 @@ type nodeConfig struct {
 	pluginConfig
 	etcdClientConfig
 	httpTLSConfig
-	DataDir     string        `flag:"data-dir" env:"CRONIX_DATA_DIR" yaml:"data_dir" help:"directory for the node's uuid and result spool"`
-	Group       string        `flag:"group" env:"CRONIX_NODE_GROUP" yaml:"group" help:"group (appname) this node serves"`
-	NodeToken   string        `flag:"node-token" env:"CRONIX_NODE_TOKEN" yaml:"node_token" help:"shared secret presented to servers (required)"`
-	ServerURLs  []string      `flag:"server-urls" env:"CRONIX_SERVER_URLS" yaml:"server_urls" help:"server API URLs for results (default: discovered in etcd)"`
-	ListenAddr  string        `flag:"listen-addr" env:"CRONIX_NODE_LISTEN_ADDR" yaml:"listen_addr" help:"address of the node's health endpoint"`
-	AdvertiseIP string        `flag:"advertise-ip" env:"CRONIX_NODE_ADVERTISE_IP" yaml:"advertise_ip" help:"IP registered for this node (default: the listen address's IP)"`
-	OutputCap   int           `flag:"output-cap" env:"CRONIX_OUTPUT_CAP" yaml:"output_cap" help:"bytes of output kept per run (more is truncated and flagged)"`
-	LeaseTTL    time.Duration `flag:"lease-ttl" env:"CRONIX_NODE_LEASE_TTL" yaml:"lease_ttl" help:"TTL of the node's etcd registration lease"`
+	DataDir           string        `flag:"data-dir" env:"CRONIX_DATA_DIR" yaml:"data_dir" help:"directory for the node's uuid and result spool"`
+	Group             string        `flag:"group" env:"CRONIX_NODE_GROUP" yaml:"group" help:"group (appname) this node serves"`
+	NodeToken         string        `flag:"node-token" env:"CRONIX_NODE_TOKEN" yaml:"node_token" help:"shared secret presented to servers (required)"`
+	PreviousNodeToken string        `flag:"previous-node-token" env:"CRONIX_PREVIOUS_NODE_TOKEN" yaml:"previous_node_token" help:"during a node token rotation: the other token whose cluster key still verifies records and which servers may present (see docs/security.md)"`
+	ServerURLs        []string      `flag:"server-urls" env:"CRONIX_SERVER_URLS" yaml:"server_urls" help:"server API URLs for results (default: discovered in etcd)"`
+	ListenAddr        string        `flag:"listen-addr" env:"CRONIX_NODE_LISTEN_ADDR" yaml:"listen_addr" help:"address of the node's health endpoint"`
+	AdvertiseIP       string        `flag:"advertise-ip" env:"CRONIX_NODE_ADVERTISE_IP" yaml:"advertise_ip" help:"IP registered for this node (default: the listen address's IP)"`
+	OutputCap         int           `flag:"output-cap" env:"CRONIX_OUTPUT_CAP" yaml:"output_cap" help:"bytes of output kept per run (more is truncated and flagged)"`
+	LeaseTTL          time.Duration `flag:"lease-ttl" env:"CRONIX_NODE_LEASE_TTL" yaml:"lease_ttl" help:"TTL of the node's etcd registration lease"`
 }
 
 func defaultStandalone() standaloneConfig {
@@ -360,6 +363,7 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 		AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"), DispatchMaxOps: embedetcd.DefaultMaxTxnOps,
 		Version: buildinfo.String(), Logger: log, Alert: cfg.alertServiceConfig(),
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionMaxLifetime: cfg.SessionMaxLifetime,
+		BuiltinHandlers: builtinHandlers(ctx),
 	}, cli)
 	if err != nil {
 		return err
@@ -436,11 +440,13 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 	srv, err := server.New(server.Config{
 		ID: cfg.ID, DataDir: cfg.DataDir, HTTPAddr: cfg.HTTPAddr, AdvertiseURL: cfg.AdvertiseURL,
 		DSN: cfg.DB, Keys: cluster.NewKeys(cfg.EtcdRoot), RaftAddr: cfg.RaftAddr, RaftBootstrap: cfg.RaftBootstrap,
-		RaftPeers: cfg.RaftPeers, Location: loc, NodeToken: cfg.NodeToken, AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"),
-		TLSCertFile: cfg.TLSCert, TLSKeyFile: cfg.TLSKey, NodeTLS: nodeTLS,
+		RaftPeers: cfg.RaftPeers, Location: loc, NodeToken: cfg.NodeToken, PreviousNodeToken: strings.TrimSpace(cfg.PreviousNodeToken),
+		AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"),
+		TLSCertFile:   cfg.TLSCert, TLSKeyFile: cfg.TLSKey, NodeTLS: nodeTLS,
 		DispatchMaxOps: cfg.DispatchMaxOps, Version: buildinfo.String(), Logger: log,
 		Alert:              cfg.alertServiceConfig(),
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionMaxLifetime: cfg.SessionMaxLifetime,
+		BuiltinHandlers:    builtinHandlers(ctx),
 	}, cli)
 	if err != nil {
 		return err
@@ -522,7 +528,7 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 	defer cli.Close()
 	nd, err := node.New(node.Config{
 		DataDir: cfg.DataDir, Group: cfg.Group, Keys: cluster.NewKeys(cfg.EtcdRoot), NodeToken: cfg.NodeToken,
-		ServerURLs: cfg.ServerURLs, ListenAddr: cfg.ListenAddr, AdvertiseIP: cfg.AdvertiseIP,
+		PreviousNodeToken: strings.TrimSpace(cfg.PreviousNodeToken), ServerURLs: cfg.ServerURLs, ListenAddr: cfg.ListenAddr, AdvertiseIP: cfg.AdvertiseIP,
 		TLSCertFile: cfg.TLSCert, TLSKeyFile: cfg.TLSKey, HTTPClient: serverClient,
 		OutputCap: cfg.OutputCap, LeaseTTL: cfg.LeaseTTL, Plugins: builtinPlugins(exe, cfg.pluginConfig),
 		PluginDir: cfg.PluginDir, PluginChecksums: cfg.PluginChecksums, Version: buildinfo.String(), Logger: log,
@@ -586,6 +592,21 @@ func runPlugin(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("plugin %s: %w (plugins are started by 'cronix node', not by hand)", args[0], err)
 	}
 	return nil
+}
+
+// builtinHandlers describes the built-in handlers for the handler catalog,
+// so jobs using them save before any node has registered.
+func builtinHandlers(ctx context.Context) []handlers.Handler {
+	out := make([]handlers.Handler, 0, len(builtins))
+	for _, name := range builtinNames() {
+		info, err := builtins[name]().Info(ctx)
+		if err != nil {
+			continue // a built-in describes itself without I/O; skip one that cannot
+		}
+		out = append(out, handlers.Handler{Name: info.Name, Version: info.Version, Description: info.Description,
+			ParamsSchema: info.ParamsSchema})
+	}
+	return out
 }
 
 func builtinNames() []string {

@@ -45,6 +45,7 @@ node_token: change-me
 		{"cronix server", serverSummary, ptr(defaultServer())},
 		{"cronix node", nodeSummary, ptr(defaultNode())},
 		{"cronix etcd", etcdSummary, ptr(defaultEtcd())},
+		{"cronix raft recover", raftRecoverSummary, ptr(defaultRaftRecover())},
 	}
 	for _, s := range sections {
 		fmt.Fprintf(&b, "## `%s`\n\n%s\n\n%s\n", s.title, s.summary, config.Markdown(s.cfg))

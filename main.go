@@ -6,6 +6,7 @@
 //	cronix server       a server replica (API, UI, raft, trigger leader)
 //	cronix node         a node agent that runs jobs through handler plugins
 //	cronix etcd         a single-member embedded etcd (development, make run-ha)
+//	cronix raft recover rewrite a stopped replica's raft membership after a lost quorum
 //	cronix plugin NAME  serve a built-in handler plugin (started by the node)
 //	cronix plugin verify FILE, cronix plugin list --plugin-dir DIR
 //	                    check a plugin binary; list a plugin dir as a node would load it
@@ -35,6 +36,7 @@ Commands:
   server       run a server replica (REST API, web admin, raft trigger leader)
   node         run a node agent that executes jobs through handler plugins
   etcd         run a single-member embedded etcd (development and make run-ha only)
+  raft recover rewrite a stopped replica's raft membership after a lost quorum
   plugin NAME  serve a built-in handler plugin (the node starts these itself)
   plugin verify FILE          check a plugin binary: handshake, handlers, schema; print its checksum entry
   plugin list --plugin-dir DIR  every plugin in DIR and whether a node would load it
@@ -66,6 +68,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		err = runServer(ctx, rest, getenv, stdout, stderr)
 	case "node":
 		err = runNode(ctx, rest, getenv, stdout, stderr)
+	case "raft":
+		err = runRaft(ctx, rest, getenv, stdout, stderr)
 	case "etcd":
 		err = runEtcd(ctx, rest, getenv, stdout, stderr)
 	case "plugin":

@@ -18,7 +18,7 @@ import (
 
 // pluginCheckOptions bound how long "cronix plugin verify|list" wait for a
 // plugin: a binary that is not a plugin fails within a few seconds.
-var pluginCheckOptions = pluginhost.Options{StartTimeout: 3 * time.Second, DescribeTimeout: 3 * time.Second,
+var pluginCheckOptions = pluginhost.Options{StartTimeout: 4 * time.Second, DescribeTimeout: 3 * time.Second,
 	ValidateTimeout: 3 * time.Second}
 
 // runPluginVerify is "cronix plugin verify FILE": it starts FILE as a node
@@ -29,13 +29,17 @@ func runPluginVerify(ctx context.Context, args []string, stdout, stderr io.Write
 	fs := flag.NewFlagSet("cronix plugin verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cronix plugin verify FILE\n\n"+
+		fmt.Fprintln(stderr, "Usage: cronix plugin verify [--start-timeout D] FILE\n\n"+
 			"Starts the plugin binary FILE like a node does, checks its handshake, handler info and params\n"+
 			"schema, and prints the checksum entry to add to the node's --plugin-checksums.")
+		fs.PrintDefaults()
 	}
+	startTimeout := fs.Duration("start-timeout", pluginCheckOptions.StartTimeout, "how long the plugin may take to print its handshake line (raise it for slow runtimes such as Node.js)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	opts := pluginCheckOptions
+	opts.StartTimeout = *startTimeout
 	if fs.NArg() != 1 {
 		fs.Usage()
 		return errors.New("usage: cronix plugin verify FILE")
@@ -49,7 +53,7 @@ func runPluginVerify(ctx context.Context, args []string, stdout, stderr io.Write
 		return fmt.Errorf("plugin verify: reading %s: %w", file, err)
 	}
 	name := strings.TrimPrefix(filepath.Base(file), pluginhost.DirPrefix)
-	h := pluginhost.New(nil, []pluginhost.Spec{{Name: name, Cmd: []string{file}, SHA256: sum}}, pluginCheckOptions)
+	h := pluginhost.New(nil, []pluginhost.Spec{{Name: name, Cmd: []string{file}, SHA256: sum}}, opts)
 	if err := h.Start(ctx); err != nil {
 		return fmt.Errorf("plugin verify: %w", err)
 	}

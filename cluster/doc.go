@@ -28,4 +28,6 @@
 //	/Cronix/system/switch/<node_uuid>         request marker; a replica asking for node info
 //	/Cronix/system/get/<node_uuid>            system info JSON; node, under a 5-minute lease
 //	/registry/cronix/server/<ip>:<port>/data  ServerInfo JSON; each server replica, under its lease (seed 004 layout)
+//	/registry/cronix/server/<ip>:<port>/status ServerRaftStatus JSON; a replica while it is a raft non-voter, every
+//	                                          second under its lease; the leader promotes it once caught up
 package cluster

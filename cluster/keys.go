@@ -178,6 +178,11 @@ func (k Keys) SystemGet(nodeUUID string) string { return k.root() + "/system/get
 // ServerRegistration is the seed-004 registry key of a server replica.
 func ServerRegistration(hostPort string) string { return RegistryRoot + hostPort + "/data" }
 
+// ServerStatus is the registry key where a replica that is a raft
+// non-voter reports its raft progress (ServerRaftStatus), so the leader
+// promotes it once it has caught up.
+func ServerStatus(hostPort string) string { return RegistryRoot + hostPort + "/status" }
+
 // LastSegment returns the part of key after its last "/".
 func LastSegment(key string) string {
 	if i := strings.LastIndexByte(key, '/'); i >= 0 {

@@ -280,6 +280,15 @@ type ProcInfo struct {
 	Killed  bool      `json:"killed"`
 }
 
+// ServerRaftStatus is the value of /registry/cronix/server/<ip>:<port>/status:
+// a non-voter's own raft progress, refreshed every second under its lease.
+type ServerRaftStatus struct {
+	ID            string    `json:"id"`
+	AppliedIndex  uint64    `json:"applied_index"`
+	LastContactMs int64     `json:"last_contact_ms"`
+	Updated       time.Time `json:"updated"`
+}
+
 // ServerInfo is the value of /registry/cronix/server/<ip>:<port>/data.
 type ServerInfo struct {
 	ID      string    `json:"id"`
@@ -335,4 +344,58 @@ type DiskUsage struct {
 	Used        uint64  `json:"used"`
 	Free        uint64  `json:"free"`
 	UsedPercent float64 `json:"used_percent"`
+}
+
+// DecodeDispatch decodes the body of a run record read from the key of
+// fire keyFire, signed under term: the fire id, when present, must be the
+// key's, and the dispatch's own term, when present, the signed one.
+func DecodeDispatch(body []byte, keyFire string, term uint64) (Dispatch, error) {
+	var d Dispatch
+	if err := json.Unmarshal(body, &d); err != nil {
+		return Dispatch{}, fmt.Errorf("decode dispatch: %w", err)
+	}
+	if d.FireID == "" {
+		d.FireID = keyFire
+	}
+	if d.FireID != keyFire {
+		return Dispatch{}, fmt.Errorf("fire id %q does not match its key", d.FireID)
+	}
+	if d.Term != 0 && d.Term != term {
+		return Dispatch{}, fmt.Errorf("dispatch term %d is not its signed term %d", d.Term, term)
+	}
+	d.Term = term
+	return d, nil
+}
+
+// KillRequest is the value of /Cronix/kill/<node>/<fire_id> (signed).
+type KillRequest struct {
+	FireID      string    `json:"fire_id"`
+	RequestedAt time.Time `json:"requested_at"`
+	RequestedBy string    `json:"requested_by,omitempty"`
+}
+
+// SystemRequest is the value of /Cronix/system/switch/<node> (signed).
+type SystemRequest struct {
+	RequestedAt time.Time `json:"requested_at"`
+	RequestedBy string    `json:"by,omitempty"`
+}
+
+// SecurityEvent is a record a node refused to act on (unsigned, mis-signed,
+// replayed or of a stale term), as the node reports it.
+type SecurityEvent struct {
+	// At is when the node refused it.
+	At time.Time `json:"at"`
+	// Kind: unsigned_record, bad_signature, stale_term or malformed_record.
+	Kind string `json:"kind"`
+	// Key is the refused record's etcd key.
+	Key string `json:"key"`
+	// Reason says why, without the record's content.
+	Reason string `json:"reason"`
+}
+
+// SecurityEventBatch is the body of POST /api/v1/internal/security-events
+// (node → server).
+type SecurityEventBatch struct {
+	Node   string          `json:"node"`
+	Events []SecurityEvent `json:"events"`
 }

@@ -38,6 +38,10 @@ type Config struct {
 	// required from servers calling the node's endpoints (live output,
 	// params validation).
 	NodeToken string
+	// PreviousNodeToken is accepted besides NodeToken during a rotation:
+	// records signed with the key derived from it verify, and servers
+	// presenting it are let in.
+	PreviousNodeToken string
 	// ServerURLs are server API base URLs; empty = discover in etcd.
 	ServerURLs []string
 	// ListenAddr is the health endpoint's address ("127.0.0.1:0" picks a port).
@@ -143,7 +147,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		_, _ = w.Write([]byte(`{"status":"ok"}`))
 	})
 	// Params validation by the handler plugin, for the servers' job saves.
-	mux.Handle("POST "+ValidatePath, ValidateHandler(n.host, n.cfg.NodeToken))
+	mux.Handle("POST "+ValidatePath, ValidateHandler(n.host, n.cfg.NodeToken, n.cfg.PreviousNodeToken))
 	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	n.wg.Add(1)
 	go func() {
@@ -161,7 +165,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		UUID: n.uuid, Group: n.cfg.Group, IP: ip, Port: addr.Port, Scheme: scheme, Version: n.cfg.Version, Keys: n.cfg.Keys,
 		HTTPClient: n.cfg.HTTPClient,
 		LeaseTTL:   n.cfg.LeaseTTL, OutputCap: n.cfg.OutputCap, ServerURLs: n.cfg.ServerURLs,
-		NodeToken: n.cfg.NodeToken, SpoolDir: filepath.Join(n.cfg.DataDir, "spool"), Logger: n.cfg.Logger,
+		NodeToken: n.cfg.NodeToken, PreviousNodeToken: n.cfg.PreviousNodeToken, SpoolDir: filepath.Join(n.cfg.DataDir, "spool"), Logger: n.cfg.Logger,
 	}, n.etcd, n.host)
 	if err != nil {
 		return fmt.Errorf("node: agent: %w", err)
@@ -174,9 +178,10 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("node: handlers: %w", err)
 	}
 	// Live output of running fires, for the servers' /api/v1/runs/{id}/output.
-	mux.Handle("GET "+agent.OutputPath, n.agent.OutputHandler(n.cfg.NodeToken))
+	mux.Handle("GET "+agent.OutputPath, n.agent.OutputHandler(n.cfg.NodeToken, n.cfg.PreviousNodeToken))
 	n.sys, err = sysinfo.NewResponder(sysinfo.Config{
 		NodeUUID: n.uuid, Keys: n.cfg.Keys, Disks: []string{n.cfg.DataDir}, Logger: n.cfg.Logger,
+		Guard: n.agent.Guard(),
 	}, n.etcd)
 	if err != nil {
 		return fmt.Errorf("node: sysinfo: %w", err)

@@ -3,14 +3,13 @@ package node
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
+	"github.com/cronix/cronix/node/agent"
 	"github.com/cronix/cronix/pluginapi"
 )
 
@@ -56,10 +55,9 @@ type ValidateResponse struct {
 //     is too large;
 //   - 502 {"error":"..."} for any other failure (unknown handler, plugin
 //     down, timeout): the params were not judged.
-func ValidateHandler(v ParamsValidator, token string) http.Handler {
+func ValidateHandler(v ParamsValidator, token string, previous ...string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+		if !agent.TokenOK(r, token, previous...) {
 			writeError(w, http.StatusUnauthorized, "missing or invalid node token")
 			return
 		}

@@ -22,8 +22,10 @@ import (
 	"github.com/cronix/cronix/server/alert"
 	"github.com/cronix/cronix/server/api"
 	"github.com/cronix/cronix/server/auth"
+	"github.com/cronix/cronix/server/catalog"
 	"github.com/cronix/cronix/server/compat"
 	"github.com/cronix/cronix/server/dispatch"
+	"github.com/cronix/cronix/server/handlers"
 	"github.com/cronix/cronix/server/monitor"
 	"github.com/cronix/cronix/server/raftha"
 	"github.com/cronix/cronix/server/scheduler"
@@ -60,8 +62,14 @@ type Config struct {
 	RaftPeers []string
 	// Location is the default time zone of schedules.
 	Location *time.Location
-	// NodeToken is the shared secret nodes present when reporting results.
+	// BuiltinHandlers are the handlers built into the release, known to the
+	// handler catalog before any node publishes them.
+	BuiltinHandlers []handlers.Handler
+	// NodeToken is the shared secret nodes present when reporting results;
+	// the cluster key that signs the records nodes act on is derived from it.
 	NodeToken string
+	// PreviousNodeToken, during a rotation, is also accepted from nodes.
+	PreviousNodeToken string
 	// AdminPassword is the password of the admin user created on first start ("" = random).
 	AdminPassword string
 	// SessionIdleTimeout and SessionMaxLifetime bound login sessions (0 = the auth defaults).
@@ -174,12 +182,14 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if s.alerts, err = alert.New(acfg); err != nil {
 		return fmt.Errorf("server: alerting: %w", err)
 	}
+	cat := catalog.New(catalog.Config{Store: s.store, KV: s.etcd, Watcher: s.etcd, Keys: s.cfg.Keys,
+		Builtins: s.cfg.BuiltinHandlers, Logger: s.cfg.Logger})
 	handler := api.New(api.Config{
 		Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, Location: s.cfg.Location,
-		NodeToken: s.cfg.NodeToken, Logger: s.cfg.Logger, UI: ui.Handler(),
+		NodeToken: s.cfg.NodeToken, PreviousNodeToken: s.cfg.PreviousNodeToken, Logger: s.cfg.Logger, UI: ui.Handler(),
 		Compat: compat.New(compat.Config{Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, NodeToken: s.cfg.NodeToken,
-			Location: s.cfg.Location, Logger: s.cfg.Logger}),
-		Cluster: s.raft, Alerts: s.alerts, NodeTLS: s.cfg.NodeTLS,
+			Location: s.cfg.Location, Logger: s.cfg.Logger, Catalog: cat}),
+		Cluster: s.raft, Alerts: s.alerts, Security: s.alerts, NodeTLS: s.cfg.NodeTLS, Catalog: cat,
 		SessionIdleTimeout: s.cfg.SessionIdleTimeout, SessionMaxLifetime: s.cfg.SessionMaxLifetime,
 	})
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
@@ -191,7 +201,11 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		}
 	}()
 
-	disp := dispatch.New(s.etcd, s.cfg.Keys, s.cfg.ID, dispatch.WithMaxOps(s.cfg.DispatchMaxOps))
+	ring, err := cluster.KeyringFromTokens(s.cfg.NodeToken, s.cfg.PreviousNodeToken)
+	if err != nil {
+		return fmt.Errorf("server: cluster key: %w", err)
+	}
+	disp := dispatch.New(s.etcd, s.cfg.Keys, s.cfg.ID, ring, dispatch.WithMaxOps(s.cfg.DispatchMaxOps))
 	sched := scheduler.New(scheduler.Config{
 		Jobs: s.store, Runs: s.store, Cursors: s.raft, Dispatcher: disp, Etcd: s.etcd, Keys: s.cfg.Keys,
 		Location: s.cfg.Location, Logger: s.cfg.Logger,
@@ -199,6 +213,12 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	})
 	s.raft.OnLeadership(func(ctx context.Context, term uint64) {
 		s.lead(ctx, term, sched)
+	})
+	// The leader keeps the handler catalog and the nodes' groups in SQL.
+	s.raft.OnLeadership(func(ctx context.Context, term uint64) {
+		if err := cat.Run(ctx); err != nil {
+			s.log.Error("handler catalog sync stopped", "term", term, "err", err)
+		}
 	})
 	mon := monitor.New(monitor.Config{Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, Logger: s.cfg.Logger})
 	s.raft.OnLeadership(func(ctx context.Context, term uint64) {
@@ -220,9 +240,15 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		s.alerts.WatchLeader(runCtx, s.raft, time.Second, s.cfg.ID)
 	}()
 
+	s.raft.OnLeadership(func(ctx context.Context, _ uint64) {
+		s.raft.RunPromoter(ctx, raftha.PromoterConfig{Source: registryProgress{etcd: s.etcd}, Interval: statusInterval})
+	})
+
 	if err := s.register(ctx, runCtx); err != nil {
 		return err
 	}
+	s.wg.Add(1)
+	go s.reportProgress(runCtx)
 	s.log.Info("server started", "id", s.cfg.ID, "url", s.url)
 	return nil
 }
@@ -249,7 +275,8 @@ func (s *Server) lead(ctx context.Context, term uint64, sched *scheduler.Schedul
 		if errors.Is(err, dispatch.ErrFenced) {
 			// A newer term holds the fence: this term can never dispatch
 			// again. Stay idle until raft takes this leadership away.
-			log.Warn("trigger loop fenced by a newer term; idle until this term ends", "err", err)
+			log.Warn("trigger loop fenced by a newer term; idle until this term ends (if this replica stays "+
+				"leader, the fence is from a lost raft lineage: see 'cronix raft recover' in docs/deployment.md)", "err", err)
 			<-ctx.Done()
 			return
 		}
@@ -325,6 +352,14 @@ func (s *Server) keepRegistered(runCtx context.Context, ka <-chan *clientv3.Leas
 			backoff = min(backoff*2, 10*time.Second)
 		}
 	}
+}
+
+// Alerts raises alert events (e.g. a node security event); nil before Start.
+func (s *Server) Alerts() alert.Raiser {
+	if s.alerts == nil {
+		return nil
+	}
+	return s.alerts
 }
 
 // URL is the advertised base URL of the API.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/node/spool"
+	"github.com/cronix/cronix/node/trust"
 	"github.com/cronix/cronix/pluginapi"
 )
 
@@ -49,6 +50,8 @@ type Agent struct {
 	reg      *registration
 	servers  *serverSet
 	reporter *reporter
+	guard    *trust.Guard    // verifies every record the node acts on
+	security *securitySender // delivers refused records to the servers
 	sem      chan struct{}
 
 	// life serialises Start and Stop; state is guarded by it.
@@ -115,6 +118,16 @@ func New(cfg Config, etcd *clientv3.Client, runner Runner) (*Agent, error) {
 		execs:        map[string]*execution{},
 		pendingKills: map[string]time.Time{},
 	}
+	ring, err := cluster.KeyringFromTokens(cfg.NodeToken, cfg.PreviousNodeToken)
+	if err != nil {
+		return nil, fmt.Errorf("agent: cluster key: %w", err)
+	}
+	a.security = newSecuritySender(a)
+	a.guard, err = trust.New(trust.Config{Etcd: etcd, Keys: cfg.Keys, Keyring: ring, Logger: log,
+		Report: a.security.report})
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	a.servers = newServerSet(etcd, cfg.ServerURLs, log)
 	a.reporter = &reporter{
 		etcd:      etcd,
@@ -174,8 +187,18 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		a.starts = sl
 		// Fires the previous process started but never finished: report them
 		// lost (spooled like any result) instead of running them again.
+		// A fire whose run key is gone is over (its result was stored, or
+		// the lost-run monitor declared it lost): nothing to report.
+		pendingKeys, err := a.pendingFires(ctx, prev)
+		if err != nil {
+			return err
+		}
 		for _, e := range prev {
 			if _, done := a.unacked[e.FireID]; done {
+				continue
+			}
+			if _, pending := pendingKeys[e.FireID]; !pending {
+				a.log.Debug("agent: journalled fire is over (run key gone)", "fire_id", e.FireID)
 				continue
 			}
 			a.log.Warn("agent: fire was in progress when the node process stopped; reporting it lost",
@@ -190,6 +213,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	if err := a.servers.start(ctx); err != nil {
 		return err
 	}
+	a.security.start(context.WithoutCancel(ctx))
 	a.reg = newRegistration(a.etcd, a.cfg.Keys.Node(a.cfg.UUID), a.cfg.LeaseTTL, cluster.NodeInfo{
 		UUID:    a.cfg.UUID,
 		Group:   a.cfg.Group,
@@ -260,9 +284,6 @@ func (a *Agent) shutdown() {
 	}
 	a.dropQueued()
 	a.waitRuns()
-	if a.starts != nil {
-		a.starts.close()
-	}
 	if a.controlCancel != nil {
 		a.controlCancel()
 		<-a.controlDone
@@ -273,7 +294,11 @@ func (a *Agent) shutdown() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.FlushTimeout)
 	a.reporter.stop(ctx)
+	a.security.stop(ctx)
 	cancel()
+	if a.starts != nil {
+		a.starts.close() // after the last deletions' end lines
+	}
 	a.servers.stop()
 	if a.reg != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -284,6 +309,10 @@ func (a *Agent) shutdown() {
 		a.runCancel()
 	}
 }
+
+// Guard is the agent's record check, for the node's other components that
+// act on records (the system-info responder).
+func (a *Agent) Guard() *trust.Guard { return a.guard }
 
 // dropQueued forgets the fires queued behind a running one of their job:
 // they were not started, and their run keys stay for the next process.
@@ -363,12 +392,35 @@ func (a *Agent) finished(fireID string) {
 
 // runKeysDeleted is called by the reporter once fires' run keys are gone.
 func (a *Agent) runKeysDeleted(fireIDs []string) {
+	if a.starts != nil {
+		if err := a.starts.keysDeleted(fireIDs); err != nil {
+			a.log.Warn("agent: recording the end of fires in the start journal", "fires", len(fireIDs), "error", err)
+		}
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, id := range fireIDs {
 		delete(a.unacked, id)
 		a.recent.add(id)
 	}
+}
+
+// pendingFires returns which of the journalled fires still have their run
+// key (one keys-only read of the node's run prefix; none when prev is empty).
+func (a *Agent) pendingFires(ctx context.Context, prev []startEntry) (map[string]struct{}, error) {
+	out := map[string]struct{}{}
+	if len(prev) == 0 {
+		return out, nil
+	}
+	prefix := a.cfg.Keys.RunPrefix(a.cfg.UUID)
+	resp, err := a.etcd.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, fmt.Errorf("agent: list run keys to check the start journal: %w", err)
+	}
+	for _, kv := range resp.Kvs {
+		out[cluster.LastSegment(string(kv.Key))] = struct{}{}
+	}
+	return out, nil
 }
 
 // recentSet is a bounded set that forgets its oldest members.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -189,7 +191,8 @@ func TestMalformedDispatchIsReportedFailed(t *testing.T) {
 	b := setup(t, nil)
 	b.start(t)
 
-	_, err := b.etcd.Put(t.Context(), b.cfg.Keys.Run(b.cfg.UUID, "5-99"), "{not json")
+	key := b.cfg.Keys.Run(b.cfg.UUID, "5-99")
+	_, err := b.etcd.Put(t.Context(), key, seal(t, key, "[1,2]")) // signed, but not a dispatch
 	require.NoError(t, err)
 	res := b.waitFinal(t, "5-99")
 	require.Equal(t, cluster.StatusFailed, res.Status)
@@ -205,7 +208,8 @@ func TestResultsAreBatched(t *testing.T) {
 	ops := make([]clientv3.Op, 100)
 	for i := range ops {
 		id := fmt.Sprintf("11-%d", 1000+i)
-		ops[i] = clientv3.OpPut(b.cfg.Keys.Run(b.cfg.UUID, id), dispatchValue(t, id, "echo", "", 0))
+		key := b.cfg.Keys.Run(b.cfg.UUID, id)
+		ops[i] = clientv3.OpPut(key, seal(t, key, dispatchValue(t, id, "echo", "", 0)))
 	}
 	_, err := b.etcd.Txn(t.Context()).Then(ops...).Commit()
 	require.NoError(t, err)
@@ -237,7 +241,8 @@ func TestServerErrorsDelayButNeverLoseResults(t *testing.T) {
 	for i := range ops {
 		id := fmt.Sprintf("12-%d", 1000+i)
 		want = append(want, id)
-		ops[i] = clientv3.OpPut(b.cfg.Keys.Run(b.cfg.UUID, id), dispatchValue(t, id, "echo", "", 0))
+		key := b.cfg.Keys.Run(b.cfg.UUID, id)
+		ops[i] = clientv3.OpPut(key, seal(t, key, dispatchValue(t, id, "echo", "", 0)))
 	}
 	_, err := b.etcd.Txn(t.Context()).Then(ops...).Commit()
 	require.NoError(t, err)
@@ -383,11 +388,13 @@ func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 	_, err := New(Config{}, nil, newTestRunner())
 	require.ErrorContains(t, err, "UUID is required")
+	_, err = New(Config{UUID: "n"}, nil, newTestRunner())
+	require.ErrorContains(t, err, "NodeToken is required")
 	_, err = New(Config{UUID: "n", ServerURLs: []string{"ftp://x"}}, nil, newTestRunner())
 	require.ErrorContains(t, err, "not an http(s) URL")
 	_, err = New(Config{UUID: "n", ReportBatch: -1}, nil, newTestRunner())
 	require.ErrorContains(t, err, "ReportBatch -1 must be positive")
-	require.NoError(t, Config{UUID: "n"}.withDefaults().Validate())
+	require.NoError(t, Config{UUID: "n", NodeToken: "t"}.withDefaults().Validate())
 }
 
 func TestCappedOutputKeepsValidUTF8(t *testing.T) {
@@ -422,7 +429,8 @@ func TestStartFailsWhenEtcdIsDown(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 
-	a, err := New(Config{UUID: "n", ServerURLs: []string{"http://127.0.0.1:1"}, Logger: testLogger()}, c, newTestRunner())
+	a, err := New(Config{UUID: "n", NodeToken: "t", ServerURLs: []string{"http://127.0.0.1:1"}, Logger: testLogger()}, c,
+		newTestRunner())
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()
@@ -444,14 +452,15 @@ func TestRunKeyDeletionFitsEtcdsTxnLimit(t *testing.T) {
 
 	b := setupWith(t, c, func(c *Config) {
 		c.ReportBatch = 200
-		c.ReportInterval = DefaultReportInterval
+		c.ReportInterval = 5 * time.Second // one batch of 200 (ReportBatch sends it at once), however slow the intake
 	})
 	b.start(t)
 	for txn := range 2 {
 		ops := make([]clientv3.Op, 100)
 		for i := range ops {
 			id := fmt.Sprintf("18-%d", 1000+txn*100+i)
-			ops[i] = clientv3.OpPut(b.cfg.Keys.Run(b.cfg.UUID, id), dispatchValue(t, id, "echo", "", 0))
+			key := b.cfg.Keys.Run(b.cfg.UUID, id)
+			ops[i] = clientv3.OpPut(key, seal(t, key, dispatchValue(t, id, "echo", "", 0)))
 		}
 		_, err := c.Txn(t.Context()).Then(ops...).Commit()
 		require.NoError(t, err)
@@ -493,4 +502,70 @@ func TestInterruptedFireIsReportedLostNotRerun(t *testing.T) {
 	_, still := b.agent.starts.running["18-2"]
 	b.agent.starts.mu.Unlock()
 	require.False(t, still)
+}
+
+// logRecorder keeps the messages logged at Warn or above.
+type logRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *logRecorder) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, rec.Message)
+	return nil
+}
+func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *logRecorder) WithGroup(string) slog.Handler      { return r }
+
+func (r *logRecorder) messages() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.msgs...)
+}
+
+// Fires that finished before a restart are not reported "in progress" or
+// lost by the next process, whether the previous one stopped gracefully or
+// its journal lost the end lines (a crash right after the run keys were
+// deleted).
+func TestRestartDoesNotReportFinishedFiresLost(t *testing.T) {
+	t.Parallel()
+	spoolDir := t.TempDir()
+	b := setup(t, func(c *Config) { c.SpoolDir = spoolDir })
+	b.start(t)
+	for i := range 3 {
+		b.dispatch(t, fmt.Sprintf("18-%d", i), "echo", "", 0)
+	}
+	for i := range 3 {
+		require.Equal(t, cluster.StatusSuccess, b.waitFinal(t, fmt.Sprintf("18-%d", i)).Status)
+	}
+	b.agent.Stop()
+	prev, err := readStartLog(filepath.Join(spoolDir, startLogName))
+	require.NoError(t, err)
+	require.Empty(t, prev, "every journalled fire has its end line")
+
+	// A crash between the run key deletion and the end line: only the start line is left.
+	line, err := json.Marshal(startEntry{FireID: "18-9", JobID: 18, StartedAt: time.Now().UTC()})
+	require.NoError(t, err)
+	f, err := os.OpenFile(filepath.Join(spoolDir, startLogName), os.O_APPEND|os.O_WRONLY, 0o600)
+	require.NoError(t, err)
+	_, err = f.Write(append(line, '\n'))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	logs := &logRecorder{}
+	b.cfg.Logger = slog.New(logs)
+	b.agent = b.newAgent(t)
+	b.start(t)
+	b.dispatch(t, "18-10", "echo", "", 0)
+	require.Equal(t, cluster.StatusSuccess, b.waitFinal(t, "18-10").Status)
+	b.agent.Stop()
+	for _, m := range logs.messages() {
+		require.NotContains(t, m, "in progress", "no false in-progress warning")
+	}
+	for _, r := range b.srv.all() {
+		require.NotEqual(t, cluster.StatusLost, r.Status, "no finished fire reported lost: %+v", r)
+	}
 }

@@ -66,8 +66,14 @@ type Config struct {
 	// from the seed-004 registry (cluster.RegistryRoot) and keeps the list
 	// current with a watch.
 	ServerURLs []string
-	// NodeToken is sent as "Authorization: Bearer <NodeToken>" with results.
+	// NodeToken is sent as "Authorization: Bearer <NodeToken>" with results,
+	// and the cluster key that signs the records the node acts on is derived
+	// from it (cluster.DeriveClusterKey). Required.
 	NodeToken string
+	// PreviousNodeToken, during a rotation, is the node token before the
+	// current one: records signed with the key derived from it are still
+	// accepted. Empty: only the current key.
+	PreviousNodeToken string
 	// MaxConcurrent bounds the fires running at once; default 256.
 	MaxConcurrent int
 	// ReportInterval is how long results are collected before a batch is
@@ -172,6 +178,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.UUID == "" {
 		errs = append(errs, errors.New("UUID is required"))
+	}
+	if c.NodeToken == "" {
+		errs = append(errs, errors.New("NodeToken is required (the cluster key is derived from it)"))
 	}
 	if c.LeaseTTL < time.Second {
 		errs = append(errs, fmt.Errorf("LeaseTTL %s is below 1s", c.LeaseTTL))

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -143,11 +144,29 @@ func (a *Agent) watchControl(ctx context.Context, kch, pch clientv3.WatchChan, b
 	}
 }
 
-// onProcKey kills the run of a proc key a replica marked Killed.
+// onProcKey kills the run of a proc key a replica marked Killed. The node
+// writes its proc keys as plain ProcInfo; a replica marks one killed by
+// writing it back signed, so a plain value saying Killed, or a signed one
+// that does not verify, is refused.
 func (a *Agent) onProcKey(ctx context.Context, kv *mvccpb.KeyValue) {
 	var info cluster.ProcInfo
-	if err := json.Unmarshal(kv.Value, &info); err != nil {
-		a.log.Warn("agent: unreadable proc key", "key", string(kv.Key), "error", err)
+	if _, err := cluster.DecodeSignedRecord(kv.Value); err != nil {
+		// Plain: the node's own write, or a forgery.
+		if err := json.Unmarshal(kv.Value, &info); err != nil {
+			a.guard.Refuse(ctx, kv, fmt.Errorf("%w: unreadable proc key: %w", cluster.ErrUnsigned, err))
+			return
+		}
+		if info.Killed {
+			a.guard.Refuse(ctx, kv, fmt.Errorf("%w: proc key marked killed without a signature", cluster.ErrUnsigned))
+		}
+		return
+	}
+	body, _, ok := a.open(ctx, kv)
+	if !ok {
+		return
+	}
+	if err := json.Unmarshal(body, &info); err != nil {
+		a.log.Warn("agent: unreadable signed proc key", "key", string(kv.Key), "error", err)
 		return
 	}
 	if !info.Killed {
@@ -162,11 +181,20 @@ func (a *Agent) onProcKey(ctx context.Context, kv *mvccpb.KeyValue) {
 	}
 }
 
-// onKillKey kills (or remembers to kill) the fire a kill key names, then
-// deletes the key.
+// onKillKey kills (or remembers to kill) the fire a signed kill key names,
+// then deletes the key. A kill key that does not verify is refused.
 func (a *Agent) onKillKey(ctx context.Context, kv *mvccpb.KeyValue) {
 	fireID := cluster.LastSegment(string(kv.Key))
-	a.log.Info("agent: kill requested", "fire_id", fireID)
+	body, _, ok := a.open(ctx, kv)
+	if !ok {
+		return
+	}
+	var req cluster.KillRequest
+	if err := json.Unmarshal(body, &req); err != nil || (req.FireID != "" && req.FireID != fireID) {
+		a.guard.Refuse(ctx, kv, fmt.Errorf("%w: kill request does not name its key's fire", cluster.ErrBadSignature))
+		return
+	}
+	a.log.Info("agent: kill requested", "fire_id", fireID, "by", req.RequestedBy)
 	a.kill(fireID, killByRequest, true)
 	if _, err := a.etcd.Delete(ctx, string(kv.Key)); err != nil && ctx.Err() == nil {
 		a.log.Warn("agent: deleting kill request", "key", string(kv.Key), "error", err)

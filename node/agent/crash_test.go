@@ -54,6 +54,7 @@ func TestPluginCrashKeepsOutputAndRestarts(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(a.Stop)
 	b.agent = a
+	putLeader(t, b.etcd, b.cfg.Keys)
 	require.NoError(t, a.Start(t.Context()))
 	st, ok := nodePluginStatus(t, b, "crashy")
 	require.True(t, ok, "the registration carries the plugin status")

@@ -8,6 +8,10 @@
 //	leader txn: PUT /Cronix/run/<node>/<fire_id> = Dispatch
 //	    │  intake: List the run prefix, then Watch from that revision+1
 //	    ▼
+//	trust.Guard: MAC (current or previous cluster key) for this key, term fits /Cronix/leader
+//	    │ ──(unsigned / mis-signed / copied / stale term)──► not run; key deleted, logged,
+//	    │                                                    security event to the servers
+//	    ▼
 //	dedupe by fire id ──(already running / finished / recently deleted)──► ignored
 //	    │                                       (a recently deleted fire's new key is deleted again)
 //	    ▼  block strategy, per job id (lane):
@@ -33,6 +37,14 @@
 //
 // # Guarantees
 //
+//   - Only signed records are acted on: a run record, kill key, proc key
+//     marked killed (and, in node/sysinfo, a system-info request) is acted
+//     on only if its MAC verifies for its own key with the cluster key and
+//     its term fits the leader key (node/trust). A refused record is deleted
+//     (if unchanged), logged, and reported to POST
+//     /api/v1/internal/security-events (in memory, up to 1000 waiting,
+//     retried with backoff). Plain proc keys are the node's own.
+//
 //   - Each fire id is run at most once per agent process: a fire already
 //     running, finished, or whose run key this process deleted (a bounded
 //     recent set) is not run again, whatever the watch delivers.
@@ -49,7 +61,12 @@
 //   - With SpoolDir set, queued results are fsynced to disk before each
 //     delivery attempt and forgotten only after their run keys are deleted,
 //     so a restart loses none that were synced, and their fires are not run
-//     again by the next process (it delivers them first). A fire whose result was
+//     again by the next process (it delivers them first). The start journal
+//     (started.log in SpoolDir) has a line for every fire whose handler was
+//     called, and an end line once its run key was deleted; the next process
+//     reports a fire `lost` (and does not run it) only when it has a start
+//     line, no end line, no spooled result and its run key still exists, so
+//     fires that finished before a restart are never reported lost. A fire whose result was
 //     not yet synced when the process died still has its run key, so the
 //     next process runs it again (at-most-once holds per process, not
 //     across a crash); the server keeps the first final result.

@@ -154,6 +154,7 @@ type resultServer struct {
 	failNext int // answer 500 to this many more requests
 	results  []cluster.RunResult
 	auth     map[string]bool
+	security []cluster.SecurityEvent // events posted to SecurityEventsPath
 }
 
 func newResultServer(t *testing.T) *resultServer {
@@ -162,6 +163,16 @@ func newResultServer(t *testing.T) *resultServer {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.attempts++
+		if req.Method == http.MethodPost && req.URL.Path == SecurityEventsPath {
+			var batch cluster.SecurityEventBatch
+			if err := json.NewDecoder(req.Body).Decode(&batch); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			s.security = append(s.security, batch.Events...)
+			_, _ = w.Write([]byte(`{"accepted":1}`))
+			return
+		}
 		if req.Method != http.MethodPost || req.URL.Path != ResultsPath {
 			http.NotFound(w, req)
 			return
@@ -212,6 +223,13 @@ func (s *resultServer) final(fireID string) (cluster.RunResult, bool) {
 		}
 	}
 	return cluster.RunResult{}, false
+}
+
+// securityEvents returns the security events received so far.
+func (s *resultServer) securityEvents() []cluster.SecurityEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]cluster.SecurityEvent(nil), s.security...)
 }
 
 func (s *resultServer) all() []cluster.RunResult {
@@ -272,8 +290,33 @@ func setupWith(t *testing.T, etcd *clientv3.Client, mutate func(*Config)) *bundl
 	if mutate != nil {
 		mutate(&b.cfg)
 	}
+	putLeader(t, etcd, b.cfg.Keys)
 	b.agent = b.newAgent(t)
 	return b
+}
+
+// putLeader writes the leader key of term testTerm, as the trigger leader
+// claims it before dispatching (kept if another test on this etcd wrote it).
+func putLeader(t *testing.T, etcd *clientv3.Client, keys cluster.Keys) {
+	t.Helper()
+	leader := keys.Leader()
+	_, err := etcd.Txn(t.Context()).If(clientv3.Compare(clientv3.CreateRevision(leader), "=", 0)).
+		Then(clientv3.OpPut(leader, cluster.LeaderValue(testTerm, "s1"))).Commit()
+	require.NoError(t, err)
+}
+
+// testTerm is the leader term the tests' records are signed under.
+const testTerm = 1
+
+// testRing is the cluster key of the tests' node token ("node-secret").
+var testRing, _ = cluster.KeyringFromTokens("node-secret")
+
+// seal signs body (JSON) for key under testTerm, as a server does.
+func seal(t *testing.T, key, body string) string {
+	t.Helper()
+	v, err := testRing.Seal(key, testTerm, []byte(body))
+	require.NoError(t, err)
+	return string(v)
 }
 
 func (b *bundle) newAgent(t *testing.T) *Agent {
@@ -322,15 +365,16 @@ func (b *bundle) dispatchJob(t *testing.T, fireID, handler, params string, mutat
 	}
 	v, err := json.Marshal(d)
 	require.NoError(t, err)
-	_, err = b.etcd.Put(t.Context(), b.cfg.Keys.Run(b.cfg.UUID, fireID), string(v))
+	key := b.cfg.Keys.Run(b.cfg.UUID, fireID)
+	_, err = b.etcd.Put(t.Context(), key, seal(t, key, string(v)))
 	require.NoError(t, err)
 }
 
 // dispatch puts one fire under the node's run prefix, as the leader does.
 func (b *bundle) dispatch(t *testing.T, fireID, handler, params string, timeoutSeconds int) {
 	t.Helper()
-	_, err := b.etcd.Put(t.Context(), b.cfg.Keys.Run(b.cfg.UUID, fireID),
-		dispatchValue(t, fireID, handler, params, timeoutSeconds))
+	key := b.cfg.Keys.Run(b.cfg.UUID, fireID)
+	_, err := b.etcd.Put(t.Context(), key, seal(t, key, dispatchValue(t, fireID, handler, params, timeoutSeconds)))
 	require.NoError(t, err)
 }
 

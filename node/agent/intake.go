@@ -2,14 +2,13 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/node/trust"
 )
 
 // intake takes the fires dispatched to this node: everything already under
@@ -58,18 +57,17 @@ func (a *Agent) intake(ctx context.Context) {
 	}
 }
 
-// accept decodes one dispatch and starts it unless this process already has
-// it. It waits for a free run slot; it returns false when ctx ends first.
+// accept verifies one dispatch (trust.Guard: signature and term), decodes
+// it and starts it unless this process already has it. A refused record is
+// deleted and reported, never run. It waits for a free run slot; it returns
+// false when ctx ends first.
 func (a *Agent) accept(ctx context.Context, kv *mvccpb.KeyValue) bool {
 	keyFire := cluster.LastSegment(string(kv.Key))
-	var d cluster.Dispatch
-	err := json.Unmarshal(kv.Value, &d)
-	if err == nil && d.FireID == "" {
-		d.FireID = keyFire
+	body, term, ok := a.open(ctx, kv)
+	if !ok {
+		return ctx.Err() == nil
 	}
-	if err == nil && d.FireID != keyFire {
-		err = fmt.Errorf("fire id %q does not match its key", d.FireID)
-	}
+	d, err := cluster.DecodeDispatch(body, keyFire, term)
 	if err != nil {
 		d = cluster.Dispatch{FireID: keyFire, Job: cluster.JobConfig{}}
 		d.Job.JobID, _ = cluster.JobIDOfFire(keyFire)
@@ -103,4 +101,26 @@ func (a *Agent) accept(ctx context.Context, kv *mvccpb.KeyValue) bool {
 	a.runs.Add(1)
 	go a.run(e)
 	return true
+}
+
+// open verifies a record through the Guard, retrying while the leader key
+// cannot be read. ok is false when the record was refused (and handled:
+// deleted, logged, reported) or ctx ended.
+func (a *Agent) open(ctx context.Context, kv *mvccpb.KeyValue) (body []byte, term uint64, ok bool) {
+	for {
+		body, term, err := a.guard.Open(ctx, kv)
+		switch {
+		case err == nil:
+			return body, term, true
+		case trust.Refused(err):
+			a.guard.Refuse(ctx, kv, err)
+			return nil, 0, false
+		case ctx.Err() != nil:
+			return nil, 0, false
+		}
+		a.log.Warn("agent: checking a record", "key", string(kv.Key), "error", err)
+		if !sleepCtx(ctx, time.Second) {
+			return nil, 0, false
+		}
+	}
 }

@@ -272,7 +272,7 @@ func TestKillThroughProcKey(t *testing.T) {
 	v, err := json.Marshal(info)
 	require.NoError(t, err)
 	asked := time.Now()
-	_, err = b.etcd.Put(t.Context(), key, string(v), clientv3.WithIgnoreLease())
+	_, err = b.etcd.Put(t.Context(), key, seal(t, key, string(v)), clientv3.WithIgnoreLease())
 	require.NoError(t, err)
 
 	require.Eventually(t, func() bool { _, ok := b.srv.final("9-1000"); return ok }, time.Second, tick,
@@ -294,7 +294,7 @@ func TestKillThroughKillKey(t *testing.T) {
 	// Running, no proc key yet.
 	b.dispatch(t, "10-1000", "sleep", "", 0)
 	b.running(t, "10-1000")
-	_, err := b.etcd.Put(t.Context(), b.cfg.Keys.Kill(b.cfg.UUID, "10-1000"), "")
+	_, err := b.etcd.Put(t.Context(), b.cfg.Keys.Kill(b.cfg.UUID, "10-1000"), seal(t, b.cfg.Keys.Kill(b.cfg.UUID, "10-1000"), "{}"))
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { _, ok := b.srv.final("10-1000"); return ok }, time.Second, tick,
 		"killed within 1s")
@@ -310,7 +310,7 @@ func TestKillThroughKillKey(t *testing.T) {
 	b.running(t, "11-1000")
 	b.dispatch(t, "11-2000", "block", "", 0)
 	b.held(t, "11-2000")
-	_, err = b.etcd.Put(t.Context(), b.cfg.Keys.Kill(b.cfg.UUID, "11-2000"), "")
+	_, err = b.etcd.Put(t.Context(), b.cfg.Keys.Kill(b.cfg.UUID, "11-2000"), seal(t, b.cfg.Keys.Kill(b.cfg.UUID, "11-2000"), "{}"))
 	require.NoError(t, err)
 	res = b.waitFinal(t, "11-2000")
 	require.Equal(t, cluster.StatusKilled, res.Status)
@@ -319,7 +319,7 @@ func TestKillThroughKillKey(t *testing.T) {
 	require.Equal(t, cluster.StatusSuccess, b.waitFinal(t, "11-1000").Status)
 
 	// Requested before the dispatch arrives: killed without running.
-	_, err = b.etcd.Put(t.Context(), b.cfg.Keys.Kill(b.cfg.UUID, "12-1000"), "")
+	_, err = b.etcd.Put(t.Context(), b.cfg.Keys.Kill(b.cfg.UUID, "12-1000"), seal(t, b.cfg.Keys.Kill(b.cfg.UUID, "12-1000"), "{}"))
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		resp, err := b.etcd.Get(t.Context(), b.cfg.Keys.KillPrefix(b.cfg.UUID), clientv3.WithPrefix(), clientv3.WithCountOnly())

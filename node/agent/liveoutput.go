@@ -17,10 +17,9 @@ const OutputPath = "/runs/{fire_id}/output"
 // Bearer <token>" and 404 for a fire this agent does not hold (finished
 // fires are read from the server's record). Only the first OutputCap bytes
 // of a run are kept, so the stream stops growing at the cap.
-func (a *Agent) OutputHandler(token string) http.Handler {
+func (a *Agent) OutputHandler(token string, previous ...string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+		if !TokenOK(r, token, previous...) {
 			http.Error(w, "missing or invalid node token", http.StatusUnauthorized)
 			return
 		}
@@ -56,4 +55,20 @@ func (a *Agent) OutputHandler(token string) http.Handler {
 			}
 		}
 	})
+}
+
+// TokenOK reports whether r carries "Authorization: Bearer <token>" with
+// the node token or one of the previous ones (empty ones never match).
+func TokenOK(r *http.Request, token string, previous ...string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || got == "" {
+		return false
+	}
+	match := false
+	for _, t := range append([]string{token}, previous...) {
+		if t != "" && subtle.ConstantTimeCompare([]byte(got), []byte(t)) == 1 {
+			match = true
+		}
+	}
+	return match
 }

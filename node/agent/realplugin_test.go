@@ -33,6 +33,7 @@ func TestKillAndTimeoutWithRealShellPlugin(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(a.Stop)
 	b.agent = a
+	putLeader(t, b.etcd, b.cfg.Keys)
 	require.NoError(t, a.Start(t.Context()))
 
 	b.dispatchJob(t, "20-1000", "shell", `{"script":"echo started; sleep 60"}`, retries(2, 0))
@@ -41,7 +42,7 @@ func TestKillAndTimeoutWithRealShellPlugin(t *testing.T) {
 	v, err := json.Marshal(info)
 	require.NoError(t, err)
 	asked := time.Now()
-	_, err = b.etcd.Put(t.Context(), key, string(v), clientv3.WithIgnoreLease())
+	_, err = b.etcd.Put(t.Context(), key, seal(t, key, string(v)), clientv3.WithIgnoreLease())
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { _, ok := b.srv.final("20-1000"); return ok }, time.Second, tick,
 		"a running sleep 60 is killed within 1s")

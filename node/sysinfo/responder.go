@@ -9,9 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/node/trust"
 )
 
 // DefaultAnswerTTL is the lease of an answer key.
@@ -30,6 +32,9 @@ type Config struct {
 	AnswerTTL time.Duration
 	// Logger receives the responder's logs; default discards.
 	Logger *slog.Logger
+	// Guard verifies each request (a signed cluster.SystemRequest); a
+	// request that does not verify is refused and not answered. Required.
+	Guard *trust.Guard
 }
 
 // Responder answers system-info requests for one node. Start it once;
@@ -51,6 +56,9 @@ func NewResponder(cfg Config, etcd *clientv3.Client) (*Responder, error) {
 	}
 	if etcd == nil {
 		return nil, errors.New("sysinfo: etcd client is nil")
+	}
+	if cfg.Guard == nil {
+		return nil, errors.New("sysinfo: Guard is required")
 	}
 	if cfg.AnswerTTL == 0 {
 		cfg.AnswerTTL = DefaultAnswerTTL
@@ -79,7 +87,11 @@ func (r *Responder) Start(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.cancel = cancel
 	r.done = make(chan struct{})
-	go r.loop(wctx, len(resp.Kvs) > 0, resp.Header.Revision)
+	var pending *mvccpb.KeyValue
+	if len(resp.Kvs) > 0 {
+		pending = resp.Kvs[0]
+	}
+	go r.loop(wctx, pending, resp.Header.Revision)
 	return nil
 }
 
@@ -95,10 +107,10 @@ func (r *Responder) Stop() {
 	}
 }
 
-func (r *Responder) loop(ctx context.Context, pending bool, rev int64) {
+func (r *Responder) loop(ctx context.Context, pending *mvccpb.KeyValue, rev int64) {
 	defer close(r.done)
 	key := r.cfg.Keys.SystemSwitch(r.cfg.NodeUUID)
-	if pending {
+	if pending != nil && r.verified(ctx, pending) {
 		r.answer(ctx)
 	}
 	delay := 100 * time.Millisecond
@@ -112,7 +124,7 @@ func (r *Responder) loop(ctx context.Context, pending bool, rev int64) {
 			delay = 100 * time.Millisecond
 			rev = wresp.Header.Revision
 			for _, ev := range wresp.Events {
-				if ev.Type == clientv3.EventTypePut {
+				if ev.Type == clientv3.EventTypePut && r.verified(ctx, ev.Kv) {
 					r.answer(ctx)
 					break
 				}
@@ -130,6 +142,21 @@ func (r *Responder) loop(ctx context.Context, pending bool, rev int64) {
 		}
 		delay = min(2*delay, 5*time.Second)
 	}
+}
+
+// verified reports whether a request verifies; a refused one is deleted,
+// logged and reported by the Guard.
+func (r *Responder) verified(ctx context.Context, kv *mvccpb.KeyValue) bool {
+	_, _, err := r.cfg.Guard.Open(ctx, kv)
+	switch {
+	case err == nil:
+		return true
+	case trust.Refused(err):
+		r.cfg.Guard.Refuse(ctx, kv, err)
+	default:
+		r.log.Warn("sysinfo: checking a request", "key", string(kv.Key), "error", err)
+	}
+	return false
 }
 
 // answer collects the system info and writes it under a fresh lease.

@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"mime"
+	"net/mail"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -154,13 +156,16 @@ func (b *bundle) putSettings(svc *alert.Service, s alert.Settings) {
 	require.NoError(b.t, err)
 }
 
-func header(mail, name string) string {
-	for _, line := range strings.Split(mail, "\r\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(k, name) {
-			return strings.TrimSpace(v)
-		}
+func header(data, name string) string {
+	m, err := mail.ReadMessage(strings.NewReader(data))
+	if err != nil {
+		return ""
 	}
-	return ""
+	v, err := new(mime.WordDecoder).DecodeHeader(m.Header.Get(name))
+	if err != nil {
+		return m.Header.Get(name)
+	}
+	return v
 }
 
 // TestMailOncePerFailureEpisodeOverSTARTTLS: ten failures in a row give

@@ -49,7 +49,7 @@ const (
 	DefaultRetryBase    = 10 * time.Second
 	DefaultRetryMax     = 10 * time.Minute
 	DefaultMaxAttempts  = 8
-	DefaultClaimTTL     = 2 * time.Minute
+	DefaultClaimTTL     = time.Minute
 	DefaultSendTimeout  = 30 * time.Second
 	DefaultScanInterval = time.Second
 	DefaultSettle       = 2 * time.Second
@@ -87,7 +87,7 @@ type Config struct {
 	// MaxAttempts before a delivery is failed for good (default 8).
 	MaxAttempts int
 	// ClaimTTL bounds how long a replica holds a delivery it is sending
-	// (default 2m); a crashed holder's claim expires after it.
+	// (default 1m, above SendTimeout); a crashed holder's claim expires after it.
 	ClaimTTL time.Duration
 	// SendTimeout bounds one attempt (default 30s).
 	SendTimeout time.Duration

@@ -44,7 +44,8 @@ func setupAlerts(t *testing.T) *alertBundle {
 	require.NoError(t, err)
 	b := &bundle{t: t, ctx: ctx, store: st, etcd: etcdtest.Client(t), keys: cluster.NewKeys(""), logs: &syncBuffer{}}
 	h := api.New(api.Config{Store: st, Etcd: b.etcd, Keys: b.keys, Location: time.UTC, NodeToken: nodeToken,
-		Logger: slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Alerts: svc})
+		Logger: slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Alerts: svc,
+		Security: svc})
 	b.srv = httptest.NewServer(h)
 	t.Cleanup(b.srv.Close)
 	login := func(user, pw string) string {

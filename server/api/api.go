@@ -24,8 +24,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/server/alert"
 	"github.com/cronix/cronix/server/auth"
 	"github.com/cronix/cronix/server/authz"
+	"github.com/cronix/cronix/server/catalog"
 	"github.com/cronix/cronix/server/store"
 )
 
@@ -56,6 +58,8 @@ type Store interface {
 	FindRuns(ctx context.Context, f store.RunFilter, p store.Page) ([]store.Run, int, error)
 
 	versionStore
+	catalog.Store
+	securityStore
 }
 
 var _ Store = (*store.Store)(nil)
@@ -87,6 +91,11 @@ type Config struct {
 	SessionMaxLifetime time.Duration
 	// Throttle slows down password guessing; nil = a Throttle with the defaults.
 	Throttle *auth.Throttle
+	// PreviousNodeToken, during a rotation, is also accepted from nodes, and
+	// the node-trust records this API writes (kill requests, system-info
+	// requests) are signed with the key derived from NodeToken
+	// (cluster.KeyringFromTokens).
+	PreviousNodeToken string
 	// Logger receives request logs (debug) and internal errors; nil discards.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -100,9 +109,23 @@ type Config struct {
 	Cluster ClusterInfo
 	// Alerts serves /api/v1/alerts and /api/v1/settings/alerting; nil answers 503.
 	Alerts Alerts
+	// Security raises a `security` alert for every security event (a
+	// record a node refused, a foreign result); nil raises none.
+	Security alert.Raiser
 	// NodeTLS verifies nodes whose endpoint serves https (live output,
 	// params validation); nil = the system roots.
 	NodeTLS *tls.Config
+	// Catalog is the handler catalog jobs are validated against; nil
+	// builds one over Store and Etcd without built-in handlers.
+	Catalog *catalog.Catalog
+}
+
+// catalog is Catalog, or one over Store and Etcd.
+func (c Config) catalog() *catalog.Catalog {
+	if c.Catalog != nil {
+		return c.Catalog
+	}
+	return catalog.New(catalog.Config{Store: c.Store, KV: c.Etcd, Keys: c.Keys, Logger: c.Logger})
 }
 
 // Validate reports a missing required field.
@@ -129,15 +152,19 @@ type server struct {
 	nodeToken string
 	sessions  *auth.Sessions
 	throttle  *auth.Throttle
+	prevToken string
+	ring      *cluster.Keyring // signs the records nodes act on; nil without a node token
 	log       *slog.Logger
 	now       func() time.Time
 	cluster   ClusterInfo
 	alerts    Alerts
+	security  alert.Raiser
 	nodeTLS   *tls.Config
 	// validateClient calls nodes' validate endpoints: direct (no proxy),
 	// each call bounded by pluginValidateTimeout through its context.
 	validateClient *http.Client
 	compat         http.Handler
+	catalog        *catalog.Catalog
 }
 
 // New returns the HTTP handler serving /healthz, /api/v1 and the UI. It
@@ -154,12 +181,15 @@ func New(cfg Config) http.Handler {
 		nodeToken: cfg.NodeToken,
 		sessions:  &auth.Sessions{Store: cfg.Store, IdleTimeout: cfg.SessionIdleTimeout, MaxLifetime: cfg.SessionMaxLifetime},
 		throttle:  cfg.Throttle,
+		prevToken: cfg.PreviousNodeToken,
 		log:       cfg.Logger,
 		now:       cfg.Now,
 		cluster:   cfg.Cluster,
 		alerts:    cfg.Alerts,
+		security:  cfg.Security,
 		nodeTLS:   cfg.NodeTLS,
 		compat:    cfg.Compat,
+		catalog:   cfg.catalog(),
 	}
 	if s.throttle == nil {
 		s.throttle = &auth.Throttle{}
@@ -172,6 +202,9 @@ func New(cfg Config) http.Handler {
 	}}
 	if s.loc == nil {
 		s.loc = time.Local
+	}
+	if cfg.NodeToken != "" {
+		s.ring, _ = cluster.KeyringFromTokens(cfg.NodeToken, cfg.PreviousNodeToken) // only fails on an empty token
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -228,6 +261,7 @@ func (s *server) routes() *mux.Router {
 	s.scheduleRoutes(r, v1)   // schedules.go: schedule preview
 	s.handlerRoutes(r, v1)    // handlers.go: handler list with params schemas
 	s.runControlRoutes(r, v1) // runcontrol.go: kill, live output, node system info
+	s.securityRoutes(r, v1)   // security.go: security events (node report, admin list)
 	s.groupRoutes(r, v1)      // groups.go: groups CRUD
 	s.versionRoutes(r, v1)    // versions.go: saved versions of a job (glue history)
 	s.openAPIRoutes(r, v1)    // openapi.go: the OpenAPI 3 document

@@ -71,7 +71,7 @@ func (b *syncBuffer) String() string {
 
 // bundle is one test's API server with its real store and etcd.
 type bundle struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	srv   *httptest.Server
 	store *store.Store
@@ -84,7 +84,7 @@ type bundle struct {
 	throttle *auth.Throttle
 }
 
-func setup(t *testing.T) *bundle {
+func setup(t testing.TB) *bundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
@@ -133,7 +133,7 @@ func setup(t *testing.T) *bundle {
 	return b
 }
 
-func putNode(t *testing.T, cli *clientv3.Client, keys cluster.Keys, n cluster.NodeInfo) {
+func putNode(t testing.TB, cli *clientv3.Client, keys cluster.Keys, n cluster.NodeInfo) {
 	t.Helper()
 	v, err := json.Marshal(n)
 	require.NoError(t, err)
@@ -498,8 +498,7 @@ func TestInvalidInputWritesNothing(t *testing.T) {
 		{"bad cron", with("schedule", "61 * * * *"), 400, "schedule", "invalid cron expression"},
 		{"empty schedule", with("schedule", nil), 400, "schedule", "empty"},
 		{"unknown schedule type", with("schedule_type", "quartz"), 400, "schedule", "unknown schedule type"},
-		{"unknown handler", with("handler", "nope"), 400, "handler", `no live node of group "default" offers handler "nope"`},
-		{"handler of another group", with("handler", "http"), 400, "handler", `offers handler "http"`},
+		{"unknown handler", with("handler", "nope"), 400, "handler", `unknown handler "nope": no node has ever offered it (known: http, shell)`},
 		{"missing handler", with("handler", nil), 400, "handler", "required"},
 		{"missing name", with("name", nil), 400, "name", "required"},
 		{"blank name", with("name", "   "), 400, "name", "required"},
@@ -627,6 +626,58 @@ func TestJobNamesUniqueInGroup(t *testing.T) {
 	require.Equal(t, 3, b.jobTotal())
 }
 
+// TestJobSavesWithoutLiveNode: a handler the catalog knows saves with a
+// warning while no node of the job's group offers it (the node is down,
+// or has not registered yet), checked against the catalog's schema; a
+// handler never seen is refused listing the known ones.
+func TestJobSavesWithoutLiveNode(t *testing.T) {
+	t.Parallel()
+	b := setup(t) // n1 of "default" offers shell
+	putNode(t, b.etcd, b.keys, cluster.NodeInfo{UUID: "n2", Group: "web", IP: "127.0.0.12", Port: 1,
+		Plugins: []cluster.PluginInfo{{Name: "http", Version: "1"}}})
+	putHandler(t, b, cluster.HandlerInfo{Name: "http", Version: "1", Node: "n2",
+		ParamsSchema: json.RawMessage(`{"type":"object","required":["url"],"properties":{"url":{"type":"string"}}}`)})
+
+	// http is offered in "web" only: a "default" job using it waits for a node.
+	j := validJob()
+	j["handler"], j["params"] = "http", map[string]any{"url": "http://example.com"}
+	var saved api.SavedJob
+	b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, j, http.StatusCreated, &saved)
+	require.Equal(t, []string{`no live node of group "default" offers handler "http" now: the job is saved and fires once one does`},
+		saved.Warnings)
+	require.Equal(t, "http", saved.Handler)
+
+	// The nodes go away: the catalog in SQL still knows http and its schema.
+	_, err := b.etcd.Delete(b.ctx, "/", clientv3.WithPrefix())
+	require.NoError(t, err)
+	j["name"], j["params"] = "b2", map[string]any{"nope": 1}
+	e := b.errorOf(http.MethodPost, "/api/v1/jobs", b.token, j, http.StatusBadRequest)
+	require.Contains(t, e.Fields["params"], "params do not match the http handler's schema (version 1): missing property 'url'")
+	j["params"] = map[string]any{"url": "http://example.com/2"}
+	b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, j, http.StatusCreated, &saved)
+	require.Len(t, saved.Warnings, 1)
+	// shell was only listed by n1's registration: known too, without a schema.
+	j["name"], j["handler"], j["params"] = "b3", "shell", map[string]any{"script": "true"}
+	b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, j, http.StatusCreated, &saved)
+	require.Len(t, saved.Warnings, 1)
+	// Updates warn the same way.
+	b.doJSON(http.MethodPut, fmt.Sprintf("/api/v1/jobs/%d", saved.ID), b.token, j, http.StatusOK, &saved)
+	require.Len(t, saved.Warnings, 1)
+
+	j["name"], j["handler"] = "b4", "nope"
+	e = b.errorOf(http.MethodPost, "/api/v1/jobs", b.token, j, http.StatusBadRequest)
+	require.Equal(t, `unknown handler "nope": no node has ever offered it (known: http, shell)`, e.Fields["handler"])
+	require.Equal(t, 3, b.jobTotal())
+
+	// With a live node offering it, no warning.
+	putNode(t, b.etcd, b.keys, cluster.NodeInfo{UUID: "n1", Group: "default", IP: "127.0.0.11", Port: 1,
+		Plugins: []cluster.PluginInfo{{Name: "shell", Version: "1.0.0"}}})
+	j["name"], j["handler"] = "b5", "shell"
+	status, raw := b.do(http.MethodPost, "/api/v1/jobs", b.token, j)
+	require.Equal(t, http.StatusCreated, status, "%s", raw)
+	require.NotContains(t, string(raw), "warnings")
+}
+
 func TestGroupIsEnsured(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -685,6 +736,7 @@ func TestResultsAndRuns(t *testing.T) {
 	require.Contains(t, e.Fields, "results[1].status")
 
 	var ack cluster.ResultAck
+	b.dispatchRuns(batch.Results)
 	b.doJSON(http.MethodPost, "/api/v1/internal/results", nodeToken, batch, http.StatusOK, &ack)
 	require.Equal(t, 2, ack.Accepted)
 	// Idempotent: the same batch again is accepted and changes nothing.
@@ -756,6 +808,7 @@ func TestResultBodyLimit(t *testing.T) {
 		Status: cluster.StatusFailed, ScheduledAt: sched, Output: strings.Repeat("o", 2<<20),
 	}}}
 	var ack cluster.ResultAck
+	b.dispatchRuns(batch.Results)
 	b.doJSON(http.MethodPost, "/api/v1/internal/results", nodeToken, batch, http.StatusOK, &ack)
 	require.Equal(t, 1, ack.Accepted)
 	var runs api.List[api.Run]
@@ -818,4 +871,55 @@ func TestGetNodeShowsRefusedPlugins(t *testing.T) {
 		{Name: "notify", Handler: "notify", Version: "1.0.0", Protocol: 2, State: "loaded"},
 	}, n.PluginStatus)
 	b.errorOf(http.MethodGet, "/api/v1/nodes/nope", b.token, nil, http.StatusNotFound)
+}
+
+// A result for a fire that was not dispatched to the reporting node (no
+// run, or another node's run) is acknowledged but not stored, and shows up
+// as a security event; nodes' refused records show up there too.
+func TestForeignResultsAndSecurityEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var job api.Job
+	b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, validJob(), http.StatusCreated, &job)
+	at := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)
+	mine := cluster.RunResult{FireID: cluster.FireID(job.ID, at), JobID: job.ID, Node: "n1",
+		Status: cluster.StatusSuccess, ScheduledAt: at}
+	b.dispatchRuns([]cluster.RunResult{mine})
+	theirs := mine
+	theirs.Node = "n2" // n1's fire, reported by n2
+	unknown := cluster.RunResult{FireID: cluster.FireID(job.ID, at.Add(time.Hour)), JobID: job.ID, Node: "n1",
+		Status: cluster.StatusSuccess, ScheduledAt: at.Add(time.Hour)} // never dispatched
+	var ack cluster.ResultAck
+	b.doJSON(http.MethodPost, "/api/v1/internal/results", nodeToken,
+		cluster.ResultBatch{Results: []cluster.RunResult{theirs, unknown}}, http.StatusOK, &ack)
+	require.Equal(t, 2, ack.Accepted, "acknowledged, so the node stops sending them")
+	var runs api.List[api.Run]
+	b.doJSON(http.MethodGet, fmt.Sprintf("/api/v1/jobs/%d/runs", job.ID), b.token, nil, http.StatusOK, &runs)
+	require.Equal(t, 1, runs.Total, "the never-dispatched fire is not recorded")
+	require.Equal(t, cluster.StatusTriggered, runs.Items[0].Status, "n2's report did not finish n1's run")
+
+	b.doJSON(http.MethodPost, "/api/v1/internal/security-events", nodeToken, cluster.SecurityEventBatch{
+		Node: "n1", Events: []cluster.SecurityEvent{{At: at, Kind: "unsigned_record", Key: "/Cronix/run/n1/9-9",
+			Reason: "record is not signed"}},
+	}, http.StatusOK, nil)
+	b.errorOf(http.MethodPost, "/api/v1/internal/security-events", b.token, cluster.SecurityEventBatch{Node: "n1"},
+		http.StatusUnauthorized)
+	e := b.errorOf(http.MethodPost, "/api/v1/internal/security-events", nodeToken,
+		cluster.SecurityEventBatch{Events: []cluster.SecurityEvent{{}}}, http.StatusBadRequest)
+	require.Contains(t, e.Fields, "node")
+	require.Contains(t, e.Fields, "events[0].kind")
+
+	var events api.List[api.SecurityEvent]
+	b.doJSON(http.MethodGet, "/api/v1/security/events", b.token, nil, http.StatusOK, &events)
+	require.Equal(t, 3, events.Total)
+	kinds := map[string]string{}
+	for _, ev := range events.Items {
+		kinds[ev.Key] = ev.Kind + "@" + ev.Node
+	}
+	require.Equal(t, map[string]string{
+		theirs.FireID:        api.KindForeignResult + "@n2",
+		unknown.FireID:       api.KindForeignResult + "@n1",
+		"/Cronix/run/n1/9-9": "unsigned_record@n1",
+	}, kinds)
+	b.errorOf(http.MethodGet, "/api/v1/security/events", "", nil, http.StatusUnauthorized)
 }

@@ -22,8 +22,9 @@ import (
 type ClusterInfo interface {
 	// Status is this replica's view of raft.
 	Status() (raftha.Status, error)
-	// AddVoter adds a voter; only the leader can (raftha.ErrNotLeader).
-	AddVoter(ctx context.Context, id, address string) error
+	// AddNonvoter adds a non-voter, promoted to voter once caught up; only
+	// the leader can (raftha.ErrNotLeader).
+	AddNonvoter(ctx context.Context, id, address string) error
 	// RemoveServer removes a member; only the leader can (raftha.ErrNotLeader).
 	RemoveServer(ctx context.Context, id string) error
 }
@@ -143,6 +144,9 @@ func (s *server) registeredServers(ctx context.Context) (map[string]cluster.Serv
 	}
 	out := make(map[string]cluster.ServerInfo, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
+		if cluster.LastSegment(string(kv.Key)) != "data" {
+			continue // a non-voter's raft status, not a registration
+		}
 		var info cluster.ServerInfo
 		if err := json.Unmarshal(kv.Value, &info); err != nil || info.ID == "" {
 			s.log.WarnContext(ctx, "skipping undecodable server registration",
@@ -192,7 +196,7 @@ func (s *server) addClusterServer(w http.ResponseWriter, r *http.Request) error 
 	if len(fields) > 0 {
 		return &ValidationError{Message: "invalid request", Fields: fields}
 	}
-	if err := s.cluster.AddVoter(r.Context(), req.ID, req.Address); err != nil {
+	if err := s.cluster.AddNonvoter(r.Context(), req.ID, req.Address); err != nil {
 		return s.membershipError(err)
 	}
 	setAudit(r.Context(), func(a *auditRecord) {

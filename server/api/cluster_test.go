@@ -38,14 +38,14 @@ func (f *fakeCluster) Status() (raftha.Status, error) {
 	return st, nil
 }
 
-func (f *fakeCluster) AddVoter(_ context.Context, id, address string) error {
+func (f *fakeCluster) AddNonvoter(_ context.Context, id, address string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.st.State != "Leader" {
 		return fmt.Errorf("add voter: %w", raftha.ErrNotLeader)
 	}
 	f.added = append(f.added, id+"="+address)
-	f.st.Servers = append(f.st.Servers, raftha.Server{ID: id, Address: address, Suffrage: "Voter"})
+	f.st.Servers = append(f.st.Servers, raftha.Server{ID: id, Address: address, Suffrage: "Nonvoter"})
 	return nil
 }
 
@@ -141,7 +141,7 @@ func TestClusterStatus(t *testing.T) {
 	var after api.ClusterStatus
 	b.doJSON(http.MethodPost, "/api/v1/cluster/servers", b.token, map[string]string{"id": "s4", "address": "127.0.0.1:7004"}, http.StatusOK, &after)
 	require.Len(t, after.Replicas, 4)
-	require.Equal(t, api.ClusterReplica{ID: "s4", Address: "127.0.0.1:7004", Suffrage: "Voter"}, after.Replicas[3])
+	require.Equal(t, api.ClusterReplica{ID: "s4", Address: "127.0.0.1:7004", Suffrage: "Nonvoter"}, after.Replicas[3])
 
 	b.doJSON(http.MethodDelete, "/api/v1/cluster/servers/s3", b.token, nil, http.StatusNoContent, nil)
 	b.errorOf(http.MethodDelete, "/api/v1/cluster/servers/s3", b.token, nil, http.StatusNotFound)

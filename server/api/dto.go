@@ -211,6 +211,14 @@ type JobRequest struct {
 	NodeUUID string `json:"node_uuid"`
 }
 
+// SavedJob is the reply to a create or update: the job, and warnings
+// about a valid job that cannot fire yet (no live node of its group offers
+// its handler now), omitted when there are none.
+type SavedJob struct {
+	Job
+	Warnings []string `json:"warnings,omitempty"`
+}
+
 // Job is a job as the API shows it.
 type Job struct {
 	ID                   int64           `json:"id"`

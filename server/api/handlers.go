@@ -78,25 +78,33 @@ func (s *server) checkParamsSchema(ctx context.Context, nodes []cluster.NodeInfo
 			continue
 		}
 		checked[string(d.ParamsSchema)] = true
-		err := handlers.ValidateParams(d.ParamsSchema, params)
-		var pe *handlers.ParamsError
-		var se *handlers.SchemaError
-		switch {
-		case err == nil:
-		case errors.As(err, &pe):
-			msg := pe.Message
-			if pe.Path != "" {
-				msg = pe.Path + ": " + pe.Message
-			}
-			return fmt.Sprintf("params do not match the %s handler's schema (version %s): %s", handler, d.Version, msg), nil
-		case errors.As(err, &se):
-			// A node's broken schema must not block every save; the handler's
-			// own Validate still runs on the node.
-			s.log.WarnContext(ctx, "handler params schema does not compile; skipping schema validation",
-				slog.String("handler", handler), slog.String("node", d.Node), slog.Any("error", err))
-		default:
-			return "", err
+		if msg := s.paramsSchemaMessage(ctx, handler, d.Version, "node "+d.Node, d.ParamsSchema, params); msg != "" {
+			return msg, nil
 		}
 	}
 	return "", nil
+}
+
+// paramsSchemaMessage validates params against a handler's schema (from
+// source, for the log) and returns the message for fields["params"], or ""
+// when they match or the schema does not compile (logged: a broken schema
+// must not block every save; the handler's own Validate still runs on the
+// node).
+func (s *server) paramsSchemaMessage(ctx context.Context, handler, version, source string, schema, params json.RawMessage) string {
+	err := handlers.ValidateParams(schema, params)
+	var pe *handlers.ParamsError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &pe):
+		msg := pe.Message
+		if pe.Path != "" {
+			msg = pe.Path + ": " + pe.Message
+		}
+		return fmt.Sprintf("params do not match the %s handler's schema (version %s): %s", handler, version, msg)
+	default:
+		s.log.WarnContext(ctx, "handler params schema does not compile; skipping schema validation",
+			slog.String("handler", handler), slog.String("source", source), slog.Any("error", err))
+		return ""
+	}
 }

@@ -123,7 +123,7 @@ func TestJobParamsAreValidatedAgainstTheHandlerSchema(t *testing.T) {
 	// The existing handler check still comes first.
 	job["handler"] = "nope"
 	e = b.errorOf(http.MethodPost, "/api/v1/jobs", b.token, job, http.StatusBadRequest)
-	require.Equal(t, `no live node of group "default" offers handler "nope"`, e.Fields["handler"])
+	require.Equal(t, `unknown handler "nope": no node has ever offered it (known: shell)`, e.Fields["handler"])
 	require.NotContains(t, e.Fields, "params")
 
 	// A node's broken schema does not block saving.

@@ -18,6 +18,8 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/server/catalog"
+	"github.com/cronix/cronix/server/handlers"
 	"github.com/cronix/cronix/server/schedule"
 	"github.com/cronix/cronix/server/store"
 )
@@ -76,7 +78,7 @@ func parsePage(r *http.Request) (store.Page, error) {
 // jobFromRequest validates req and builds the job it describes. Validation
 // problems come back as one *ValidationError listing every bad field; any
 // other error (etcd unreachable) is internal. It reads etcd and writes nothing.
-func (s *server) jobFromRequest(ctx context.Context, req JobRequest) (*store.Job, error) {
+func (s *server) jobFromRequest(ctx context.Context, req JobRequest) (*store.Job, []string, error) {
 	fields := map[string]string{}
 	j := &store.Job{
 		Name:           strings.TrimSpace(req.Name),
@@ -149,38 +151,74 @@ func (s *server) jobFromRequest(ctx context.Context, req JobRequest) (*store.Job
 	}
 
 	if err := s.validateJobModel(ctx, req, j, fields); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
+	var warnings []string
 	if j.Handler == "" {
 		fields["handler"] = "handler is required"
 	} else if _, bad := fields["group"]; !bad {
 		nodes, err := s.liveNodes(ctx)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if !anyOffers(nodes, j.Group, j.Handler) {
-			fields["handler"] = fmt.Sprintf("no live node of group %q offers handler %q", j.Group, j.Handler)
-		} else if _, bad := fields["params"]; !bad {
-			msg, err := s.checkParamsSchema(ctx, nodes, j.Group, j.Handler, j.Params)
-			if err != nil {
-				return nil, err
-			}
-			if msg != "" {
-				fields["params"] = msg
-			} else if len(fields) == 0 {
-				// The plugin's own Validate, on one node (pluginvalidate.go).
-				if msg := s.checkParamsPlugin(ctx, nodes, j.NodeUUID, j.Group, j.Handler, j.Params); msg != "" {
+		if anyOffers(nodes, j.Group, j.Handler) {
+			if _, bad := fields["params"]; !bad {
+				msg, err := s.checkParamsSchema(ctx, nodes, j.Group, j.Handler, j.Params)
+				if err != nil {
+					return nil, nil, err
+				}
+				if msg != "" {
 					fields["params"] = msg
+				} else if len(fields) == 0 {
+					// The plugin's own Validate, on one node (pluginvalidate.go).
+					if msg := s.checkParamsPlugin(ctx, nodes, j.NodeUUID, j.Group, j.Handler, j.Params); msg != "" {
+						fields["params"] = msg
+					}
 				}
 			}
+		} else {
+			// No live node of the group offers it now: the catalog decides.
+			w, err := s.checkCatalog(ctx, j, fields)
+			if err != nil {
+				return nil, nil, err
+			}
+			warnings = append(warnings, w...)
 		}
 	}
 
 	if len(fields) > 0 {
-		return nil, &ValidationError{Message: "invalid job", Fields: fields}
+		return nil, nil, &ValidationError{Message: "invalid job", Fields: fields}
 	}
-	return j, nil
+	return j, warnings, nil
+}
+
+// checkCatalog validates job j, whose handler no live node of its group
+// offers now, against the handler catalog: an unknown handler is a field
+// error listing the known ones; a known one is checked against its
+// catalog params schema and gives a warning that the job waits for a node.
+func (s *server) checkCatalog(ctx context.Context, j *store.Job, fields map[string]string) ([]string, error) {
+	known, err := s.catalog.Handlers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(known, func(h handlers.Handler) bool { return h.Name == j.Handler })
+	if i < 0 {
+		names := "none yet"
+		if len(known) > 0 {
+			names = strings.Join(catalog.Names(known), ", ")
+		}
+		fields["handler"] = fmt.Sprintf("unknown handler %q: no node has ever offered it (known: %s)", j.Handler, names)
+		return nil, nil
+	}
+	h := known[i]
+	if _, bad := fields["params"]; !bad && len(h.ParamsSchema) > 0 {
+		if msg := s.paramsSchemaMessage(ctx, h.Name, h.Version, "catalog", h.ParamsSchema, j.Params); msg != "" {
+			fields["params"] = msg
+		}
+	}
+	return []string{fmt.Sprintf("no live node of group %q offers handler %q now: the job is saved and fires once one does",
+		j.Group, j.Handler)}, nil
 }
 
 // checkNUL records every field whose value holds a NUL character: no
@@ -219,15 +257,15 @@ func decodeJob(r *http.Request) (JobRequest, error) {
 // validJob validates req as the new content of job id (0 for a new job):
 // every field (jobFromRequest) and the child jobs (checkChildren), one
 // *ValidationError listing every bad field.
-func (s *server) validJob(ctx context.Context, id int64, req JobRequest) (*store.Job, error) {
-	j, err := s.jobFromRequest(ctx, req)
+func (s *server) validJob(ctx context.Context, id int64, req JobRequest) (*store.Job, []string, error) {
+	j, warnings, err := s.jobFromRequest(ctx, req)
 	var ve *ValidationError
 	if err != nil && !errors.As(err, &ve) {
-		return nil, err
+		return nil, nil, err
 	}
 	msg, cerr := s.checkChildren(ctx, id, req.ChildJobIDs)
 	if cerr != nil {
-		return nil, cerr
+		return nil, nil, cerr
 	}
 	if msg != "" {
 		if ve == nil {
@@ -239,9 +277,9 @@ func (s *server) validJob(ctx context.Context, id int64, req JobRequest) (*store
 		ve.Fields["child_job_ids"] = msg
 	}
 	if ve != nil {
-		return nil, ve
+		return nil, nil, ve
 	}
-	return j, nil
+	return j, warnings, nil
 }
 
 // signalJob tells the leader that job j changed: it puts the job's revision
@@ -259,40 +297,41 @@ func (s *server) createJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	j, err := s.saveNewJob(r.Context(), req)
+	j, warnings, err := s.saveNewJob(r.Context(), req)
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Location", "/api/v1/jobs/"+strconv.FormatInt(j.ID, 10))
-	writeJSON(w, http.StatusCreated, jobFromStore(j))
+	writeJSON(w, http.StatusCreated, SavedJob{Job: jobFromStore(j), Warnings: warnings})
 	return nil
 }
 
-// saveNewJob validates req, stores the job and signals the leader.
-func (s *server) saveNewJob(ctx context.Context, req JobRequest) (*store.Job, error) {
-	j, err := s.validJob(ctx, 0, req)
+// saveNewJob validates req, stores the job and signals the leader. The
+// warnings are about a valid job that cannot fire yet.
+func (s *server) saveNewJob(ctx context.Context, req JobRequest) (*store.Job, []string, error) {
+	j, warnings, err := s.validJob(ctx, 0, req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := s.checkJobGroup(ctx, j.Group); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := s.store.EnsureGroup(ctx, j.Group, j.Group); err != nil {
-		return nil, fmt.Errorf("ensure group %q: %w", j.Group, err)
+		return nil, nil, fmt.Errorf("ensure group %q: %w", j.Group, err)
 	}
 	if err := s.storeNewJob(ctx, j); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			return nil, public(err, "a job named %q already exists in group %q", j.Name, j.Group)
+			return nil, nil, public(err, "a job named %q already exists in group %q", j.Name, j.Group)
 		}
-		return nil, public(err, "cannot create job %q", j.Name)
+		return nil, nil, public(err, "cannot create job %q", j.Name)
 	}
 	setAudit(ctx, func(a *auditRecord) {
 		a.objectType, a.objectID, a.diff = "job", strconv.FormatInt(j.ID, 10), jobFromStore(j)
 	})
 	if err := s.signalJob(ctx, j); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return j, nil
+	return j, warnings, nil
 }
 
 // getJob handles GET /api/v1/jobs/{id}.
@@ -319,47 +358,47 @@ func (s *server) updateJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	j, err := s.saveJob(r.Context(), id, req)
+	j, warnings, err := s.saveJob(r.Context(), id, req)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, jobFromStore(j))
+	writeJSON(w, http.StatusOK, SavedJob{Job: jobFromStore(j), Warnings: warnings})
 	return nil
 }
 
 // saveJob validates req as the new content of job id, stores it and
 // signals the leader.
-func (s *server) saveJob(ctx context.Context, id int64, req JobRequest) (*store.Job, error) {
+func (s *server) saveJob(ctx context.Context, id int64, req JobRequest) (*store.Job, []string, error) {
 	old, err := s.visibleJob(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	j, err := s.validJob(ctx, id, req)
+	j, warnings, err := s.validJob(ctx, id, req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := s.checkJobGroup(ctx, j.Group); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := s.store.EnsureGroup(ctx, j.Group, j.Group); err != nil {
-		return nil, fmt.Errorf("ensure group %q: %w", j.Group, err)
+		return nil, nil, fmt.Errorf("ensure group %q: %w", j.Group, err)
 	}
 	j.ID = id
 	j.CreatedAt = old.CreatedAt
 	j.Revision = old.Revision
 	if err := s.storeJobUpdate(ctx, j); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			return nil, public(err, "a job named %q already exists in group %q", j.Name, j.Group)
+			return nil, nil, public(err, "a job named %q already exists in group %q", j.Name, j.Group)
 		}
-		return nil, public(err, "job %d not found", id)
+		return nil, nil, public(err, "job %d not found", id)
 	}
 	setAudit(ctx, func(a *auditRecord) {
 		a.objectType, a.objectID, a.diff = "job", strconv.FormatInt(id, 10), diffOf(jobFromStore(old), jobFromStore(j))
 	})
 	if err := s.signalJob(ctx, j); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return j, nil
+	return j, warnings, nil
 }
 
 // deleteJob handles DELETE /api/v1/jobs/{id}.
@@ -744,7 +783,7 @@ func NewJobs(cfg Config) *Jobs {
 		panic(err)
 	}
 	s := &server{store: cfg.Store, etcd: cfg.Etcd, keys: cfg.Keys, loc: cfg.Location, log: cfg.Logger, now: cfg.Now,
-		nodeToken: cfg.NodeToken}
+		nodeToken: cfg.NodeToken, catalog: cfg.catalog()}
 	if s.loc == nil {
 		s.loc = time.Local
 	}
@@ -757,13 +796,15 @@ func NewJobs(cfg Config) *Jobs {
 	return &Jobs{s: s}
 }
 
-// Create validates req, stores the new job and signals the leader.
-func (j *Jobs) Create(ctx context.Context, req JobRequest) (*store.Job, error) {
+// Create validates req, stores the new job and signals the leader. The
+// warnings are about a valid job that cannot fire yet (no live node offers
+// its handler).
+func (j *Jobs) Create(ctx context.Context, req JobRequest) (*store.Job, []string, error) {
 	return j.s.saveNewJob(ctx, req)
 }
 
 // Update replaces job id's writable fields with req and signals the leader.
-func (j *Jobs) Update(ctx context.Context, id int64, req JobRequest) (*store.Job, error) {
+func (j *Jobs) Update(ctx context.Context, id int64, req JobRequest) (*store.Job, []string, error) {
 	return j.s.saveJob(ctx, id, req)
 }
 

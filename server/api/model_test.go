@@ -11,6 +11,7 @@ import (
 
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/server/api"
+	"github.com/cronix/cronix/server/store"
 )
 
 func TestJobModelFields(t *testing.T) {
@@ -177,9 +178,12 @@ func TestListFilters(t *testing.T) {
 	require.Contains(t, e.Fields["status"], `unknown status "odd"`)
 }
 
-// postResults sends a result batch as a node.
+// postResults records the fires as dispatched (to the result's node, "n1"
+// when it names none), as the scheduler does, then sends the results as
+// that node.
 func (b *bundle) postResults(results []cluster.RunResult) {
 	b.t.Helper()
+	b.dispatchRuns(results)
 	b.doJSON(http.MethodPost, "/api/v1/internal/results", nodeToken, cluster.ResultBatch{Results: results}, http.StatusOK, nil)
 }
 
@@ -284,4 +288,23 @@ func TestGroupsCRUD(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, status)
 	b.errorOf(http.MethodGet, path, b.token, nil, http.StatusNotFound)
 	b.errorOf(http.MethodDelete, path, b.token, nil, http.StatusNotFound)
+}
+
+// dispatchRuns records a triggered run for each result's fire on its node
+// ("n1" when the result names none; the result is updated), as the
+// scheduler does before it dispatches: results are accepted only for
+// fires dispatched to the reporting node.
+func (b *bundle) dispatchRuns(results []cluster.RunResult) {
+	b.t.Helper()
+	runs := make([]store.Run, len(results))
+	for i := range results {
+		if results[i].Node == "" {
+			results[i].Node = "n1"
+		}
+		r := results[i]
+		runs[i] = store.Run{FireID: r.FireID, JobID: r.JobID, Trigger: cluster.TriggerSchedule,
+			Status: cluster.StatusTriggered, Node: r.Node, ScheduledAt: r.ScheduledAt}
+	}
+	_, err := b.store.InsertRuns(b.ctx, runs)
+	require.NoError(b.t, err)
 }

@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/server/dispatch"
 	"github.com/cronix/cronix/server/store"
 )
 
@@ -86,7 +87,9 @@ func (rc *runControl) killRun(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return fmt.Errorf("grant kill request lease: %w", err)
 		}
-		if _, err := rc.etcd.Put(ctx, rc.keys.Kill(run.Node, run.FireID), "", clientv3.WithLease(lease.ID)); err != nil {
+		req := cluster.KillRequest{FireID: run.FireID, RequestedAt: rc.now().UTC(), RequestedBy: userName(ctx)}
+		if _, _, err := dispatch.SignedPut(ctx, rc.etcd, rc.keys, rc.ring, rc.keys.Kill(run.Node, run.FireID), req, nil,
+			clientv3.WithLease(lease.ID)); err != nil {
 			return fmt.Errorf("write kill request of fire %s: %w", run.FireID, err)
 		}
 	}
@@ -109,7 +112,7 @@ func (rc *runControl) markProcsKilled(ctx context.Context, run *store.Run) (bool
 		var retry bool
 		for _, kv := range resp.Kvs {
 			var p cluster.ProcInfo
-			if json.Unmarshal(kv.Value, &p) != nil || p.FireID != run.FireID {
+			if json.Unmarshal(cluster.RecordBody(kv.Value), &p) != nil || p.FireID != run.FireID {
 				continue
 			}
 			found = true
@@ -117,19 +120,15 @@ func (rc *runControl) markProcsKilled(ctx context.Context, run *store.Run) (bool
 				continue
 			}
 			p.Killed = true
-			v, err := json.Marshal(p)
-			if err != nil {
-				return false, fmt.Errorf("encode proc info: %w", err)
-			}
 			key := string(kv.Key)
-			tr, err := rc.etcd.Txn(ctx).
-				If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
-				Then(clientv3.OpPut(key, string(v), clientv3.WithIgnoreLease())).
-				Commit()
+			// Signed, so the node knows the mark comes from a server.
+			_, ok, err := dispatch.SignedPut(ctx, rc.etcd, rc.keys, rc.ring, key, p,
+				[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)},
+				clientv3.WithIgnoreLease())
 			if err != nil {
 				return false, fmt.Errorf("mark proc %s killed: %w", key, err)
 			}
-			if !tr.Succeeded {
+			if !ok {
 				retry = true // changed or deleted meanwhile: look again
 			}
 		}
@@ -248,8 +247,9 @@ func (rc *runControl) nodeSystem(w http.ResponseWriter, r *http.Request) error {
 	wctx, cancel := context.WithTimeout(ctx, systemInfoWait)
 	defer cancel()
 	switchKey, getKey := rc.keys.SystemSwitch(uuid), rc.keys.SystemGet(uuid)
-	marker, _ := json.Marshal(map[string]any{"requested_at": rc.now().UTC(), "by": userName(ctx)})
-	put, err := rc.etcd.Put(ctx, switchKey, string(marker))
+	// Signed, so the node knows the request comes from a server.
+	req := cluster.SystemRequest{RequestedAt: rc.now().UTC(), RequestedBy: userName(ctx)}
+	putRev, _, err := dispatch.SignedPut(ctx, rc.etcd, rc.keys, rc.ring, switchKey, req, nil)
 	if err != nil {
 		return fmt.Errorf("ask node %s for system info: %w", uuid, err)
 	}
@@ -261,7 +261,7 @@ func (rc *runControl) nodeSystem(w http.ResponseWriter, r *http.Request) error {
 		}
 	}()
 	// Only an answer written after the request counts.
-	wch := rc.etcd.Watch(clientv3.WithRequireLeader(wctx), getKey, clientv3.WithRev(put.Header.Revision+1))
+	wch := rc.etcd.Watch(clientv3.WithRequireLeader(wctx), getKey, clientv3.WithRev(putRev+1))
 	for wresp := range wch {
 		if err := wresp.Err(); err != nil {
 			break

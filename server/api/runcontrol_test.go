@@ -3,7 +3,6 @@ package api_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +17,7 @@ import (
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/node/agent"
 	"github.com/cronix/cronix/node/sysinfo"
+	"github.com/cronix/cronix/node/trust"
 	"github.com/cronix/cronix/pluginapi"
 	"github.com/cronix/cronix/server/store"
 )
@@ -78,6 +78,9 @@ func (b *bundle) startAgent(t *testing.T, uuid string, runner agent.Runner, proc
 	t.Cleanup(a.Stop)
 }
 
+// testRing is the cluster key of nodeToken, as servers and nodes derive it.
+var testRing, _ = cluster.KeyringFromTokens(nodeToken)
+
 // fire records a run in SQL as the scheduler does and dispatches it.
 func (b *bundle) fire(t *testing.T, node, fireID, handler string) *store.Run {
 	t.Helper()
@@ -91,10 +94,12 @@ func (b *bundle) fire(t *testing.T, node, fireID, handler string) *store.Run {
 	require.NoError(t, err)
 	run, err := b.store.RunByFireID(b.ctx, fireID)
 	require.NoError(t, err)
-	v, err := json.Marshal(cluster.Dispatch{FireID: fireID, Trigger: cluster.TriggerSchedule, ScheduledAt: now,
+	key := b.keys.Run(node, fireID)
+	// Signed as the leader does (term 0: no leader key in these tests).
+	v, err := testRing.SealJSON(key, 0, cluster.Dispatch{FireID: fireID, Trigger: cluster.TriggerSchedule, ScheduledAt: now,
 		DispatchedAt: now, Job: cluster.JobConfig{JobID: jobID, Name: "j", Handler: handler}})
 	require.NoError(t, err)
-	_, err = b.etcd.Put(b.ctx, b.keys.Run(node, fireID), string(v))
+	_, err = b.etcd.Put(b.ctx, key, string(v))
 	require.NoError(t, err)
 	return run
 }
@@ -217,7 +222,10 @@ func TestNodeSystemInfoRoundTrip(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// n1 is registered by setup; a real responder answers for it.
-	resp, err := sysinfo.NewResponder(sysinfo.Config{NodeUUID: "n1", Keys: b.keys, Disks: []string{t.TempDir()}}, b.etcd)
+	guard, err := trust.New(trust.Config{Etcd: b.etcd, Keys: b.keys, Keyring: testRing})
+	require.NoError(t, err)
+	resp, err := sysinfo.NewResponder(sysinfo.Config{NodeUUID: "n1", Keys: b.keys, Disks: []string{t.TempDir()},
+		Guard: guard}, b.etcd)
 	require.NoError(t, err)
 	require.NoError(t, resp.Start(b.ctx))
 	t.Cleanup(resp.Stop)

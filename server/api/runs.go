@@ -144,6 +144,17 @@ func (s *server) postResults(w http.ResponseWriter, r *http.Request) error {
 	if len(fields) > 0 {
 		return &ValidationError{Message: "invalid result batch", Fields: fields}
 	}
+	received := len(batch.Results)
+	if received > 0 {
+		// Only results for fires dispatched to the reporting node count;
+		// the others are acknowledged (so the node stops sending them) but
+		// not stored, and recorded as security events.
+		kept, err := s.foreignResults(r.Context(), batch.Results)
+		if err != nil {
+			return err
+		}
+		batch.Results = kept
+	}
 	if len(batch.Results) > 0 {
 		finished, err := s.store.ApplyResultsFinished(r.Context(), batch.Results)
 		if err != nil {
@@ -153,7 +164,7 @@ func (s *server) postResults(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	writeJSON(w, http.StatusOK, cluster.ResultAck{Accepted: len(batch.Results)})
+	writeJSON(w, http.StatusOK, cluster.ResultAck{Accepted: received})
 	return nil
 }
 

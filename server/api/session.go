@@ -94,7 +94,11 @@ func (s *server) nodeAuthorized(r *http.Request) bool {
 	if s.nodeToken == "" || token == "" {
 		return false
 	}
-	return subtle.ConstantTimeCompare([]byte(token), []byte(s.nodeToken)) == 1
+	ok := subtle.ConstantTimeCompare([]byte(token), []byte(s.nodeToken)) == 1
+	if s.prevToken != "" && subtle.ConstantTimeCompare([]byte(token), []byte(s.prevToken)) == 1 {
+		ok = true
+	}
+	return ok
 }
 
 // checkCSRF requires the session's CSRF token on unsafe cookie-authenticated requests.

@@ -34,6 +34,7 @@ import (
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/server/api"
 	"github.com/cronix/cronix/server/authz"
+	"github.com/cronix/cronix/server/catalog"
 	"github.com/cronix/cronix/server/store"
 )
 
@@ -63,6 +64,9 @@ type Config struct {
 	// NodeToken lets job saves ask a node to validate params with the
 	// handler plugin (as /api/v1 does); "" skips that check.
 	NodeToken string
+	// Catalog is the handler catalog jobs are validated against (as
+	// /api/v1 does); nil builds one without built-in handlers.
+	Catalog *catalog.Catalog
 }
 
 // handler serves the compat API.
@@ -83,7 +87,7 @@ func New(cfg Config) http.Handler {
 	h := &handler{
 		store: cfg.Store,
 		jobs: api.NewJobs(api.Config{Store: cfg.Store, Etcd: cfg.Etcd, Keys: cfg.Keys, Location: cfg.Location,
-			Logger: cfg.Logger, Now: cfg.Now, NodeToken: cfg.NodeToken}),
+			Logger: cfg.Logger, Now: cfg.Now, NodeToken: cfg.NodeToken, Catalog: cfg.Catalog}),
 		loc: cfg.Location,
 		log: cfg.Logger,
 		now: cfg.Now,

@@ -314,7 +314,7 @@ func (h *handler) jobAdd(ctx context.Context, w http.ResponseWriter, p params, _
 	if err != nil {
 		return err
 	}
-	j, err := h.jobs.Create(ctx, req)
+	j, _, err := h.jobs.Create(ctx, req) // warnings do not fit ReturnT: msg stays null on success
 	if err != nil {
 		return err
 	}
@@ -357,7 +357,7 @@ func (h *handler) jobUpdate(ctx context.Context, w http.ResponseWriter, p params
 	if err != nil {
 		return err
 	}
-	if _, err := h.jobs.Update(ctx, id, req); err != nil {
+	if _, _, err := h.jobs.Update(ctx, id, req); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, ReturnT{Code: 200})
@@ -376,7 +376,7 @@ func (h *handler) setEnabled(ctx context.Context, w http.ResponseWriter, p param
 	}
 	req := api.RequestOf(j)
 	req.Enabled = &enabled
-	if _, err := h.jobs.Update(ctx, id, req); err != nil {
+	if _, _, err := h.jobs.Update(ctx, id, req); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, ReturnT{Code: 200})

@@ -109,15 +109,17 @@ func WithTxnHook(fn func(ops int)) Option {
 type Dispatcher struct {
 	cli      *clientv3.Client
 	keys     cluster.Keys
+	ring     *cluster.Keyring
 	serverID string
 	maxOps   int
 	maxBytes int
 	hook     func(ops int)
 }
 
-// New returns a Dispatcher writing as serverID.
-func New(cli *clientv3.Client, keys cluster.Keys, serverID string, opts ...Option) *Dispatcher {
-	d := &Dispatcher{cli: cli, keys: keys, serverID: serverID, maxOps: DefaultMaxOps, maxBytes: DefaultMaxBytes}
+// New returns a Dispatcher writing as serverID, signing every record with
+// ring's current cluster key (see cluster.Keyring.Seal).
+func New(cli *clientv3.Client, keys cluster.Keys, serverID string, ring *cluster.Keyring, opts ...Option) *Dispatcher {
+	d := &Dispatcher{cli: cli, keys: keys, serverID: serverID, ring: ring, maxOps: DefaultMaxOps, maxBytes: DefaultMaxBytes}
 	for _, o := range opts {
 		o(d)
 	}
@@ -179,18 +181,19 @@ func (d *Dispatcher) Leader(ctx context.Context) (term uint64, serverID string, 
 	return term, serverID, true, nil
 }
 
-// Dispatch puts every item's run key in as few fenced transactions as the
+// Dispatch puts every item's run key, signed under term, in as few fenced transactions as the
 // limits allow. If the fence fails it returns ErrFenced (wrapped) and writes
 // nothing more; on any failure the error is a *PartialError telling how many
 // leading items were committed.
 func (d *Dispatcher) Dispatch(ctx context.Context, term uint64, items []DispatchItem) error {
 	ops := make([]op, 0, len(items))
 	for _, it := range items {
-		b, err := json.Marshal(it.Dispatch)
+		key := d.keys.Run(it.Node, it.Dispatch.FireID)
+		b, err := d.ring.SealJSON(key, term, it.Dispatch)
 		if err != nil {
-			return fmt.Errorf("dispatch: encode fire %s: %w", it.Dispatch.FireID, err)
+			return fmt.Errorf("dispatch: sign fire %s: %w", it.Dispatch.FireID, err)
 		}
-		ops = append(ops, op{key: d.keys.Run(it.Node, it.Dispatch.FireID), val: string(b), put: true})
+		ops = append(ops, op{key: key, val: string(b), put: true})
 	}
 	if err := d.write(ctx, term, ops); err != nil {
 		return fmt.Errorf("dispatch %d fires: %w", len(items), err)
@@ -202,11 +205,12 @@ func (d *Dispatcher) Dispatch(ctx context.Context, term uint64, items []Dispatch
 func (d *Dispatcher) PlaceJob(ctx context.Context, term uint64, ps ...Placement) error {
 	ops := make([]op, 0, len(ps))
 	for _, p := range ps {
-		b, err := json.Marshal(p.Job)
+		key := d.keys.Job(p.Node, p.Job.JobID)
+		b, err := d.ring.SealJSON(key, term, p.Job)
 		if err != nil {
-			return fmt.Errorf("dispatch: encode job %d: %w", p.Job.JobID, err)
+			return fmt.Errorf("dispatch: sign job %d: %w", p.Job.JobID, err)
 		}
-		ops = append(ops, op{key: d.keys.Job(p.Node, p.Job.JobID), val: string(b), put: true})
+		ops = append(ops, op{key: key, val: string(b), put: true})
 	}
 	if err := d.write(ctx, term, ops); err != nil {
 		return fmt.Errorf("place %d jobs: %w", len(ps), err)
@@ -272,4 +276,61 @@ func (d *Dispatcher) write(ctx context.Context, term uint64, ops []op) error {
 		committed += n
 	}
 	return nil
+}
+
+// SignedPut writes one record a node acts on outside the trigger loop (a
+// kill request, a proc key marked killed, a system-info request), signed
+// under the term the leader key holds, in one transaction that also
+// requires the leader key unchanged (and every cmp in extra), so the
+// signed term is the one in force when the record is written. With no
+// leader key yet the term is 0. rev is the revision of the write; ok is
+// false when a cmp of extra failed; a leader change between the read and
+// the write is retried.
+func SignedPut(ctx context.Context, cli *clientv3.Client, keys cluster.Keys, ring *cluster.Keyring,
+	key string, record any, extra []clientv3.Cmp, opts ...clientv3.OpOption) (rev int64, ok bool, err error) {
+	if ring == nil {
+		return 0, false, fmt.Errorf("dispatch: write %s: no cluster key (node token) configured", key)
+	}
+	body, err := json.Marshal(record)
+	if err != nil {
+		return 0, false, fmt.Errorf("dispatch: encode record for %s: %w", key, err)
+	}
+	for range 5 {
+		resp, err := cli.Get(ctx, keys.Leader())
+		if err != nil {
+			return 0, false, fmt.Errorf("dispatch: read leader key: %w", err)
+		}
+		var (
+			term  uint64
+			fence clientv3.Cmp
+		)
+		if len(resp.Kvs) == 0 {
+			fence = clientv3.Compare(clientv3.CreateRevision(keys.Leader()), "=", 0)
+		} else {
+			if term, _, err = cluster.ParseLeaderValue(string(resp.Kvs[0].Value)); err != nil {
+				return 0, false, fmt.Errorf("dispatch: %w", err)
+			}
+			fence = clientv3.Compare(clientv3.ModRevision(keys.Leader()), "=", resp.Kvs[0].ModRevision)
+		}
+		val, err := ring.Seal(key, term, body)
+		if err != nil {
+			return 0, false, fmt.Errorf("dispatch: sign %s: %w", key, err)
+		}
+		tr, err := cli.Txn(ctx).If(append([]clientv3.Cmp{fence}, extra...)...).
+			Then(clientv3.OpPut(key, string(val), opts...)).
+			Else(clientv3.OpGet(keys.Leader())).Commit()
+		if err != nil {
+			return 0, false, fmt.Errorf("dispatch: write %s: %w", key, err)
+		}
+		if tr.Succeeded {
+			return tr.Header.Revision, true, nil
+		}
+		kvs := tr.Responses[0].GetResponseRange().Kvs
+		stillSame := (len(resp.Kvs) == 0 && len(kvs) == 0) ||
+			(len(resp.Kvs) > 0 && len(kvs) > 0 && kvs[0].ModRevision == resp.Kvs[0].ModRevision)
+		if stillSame {
+			return 0, false, nil // an extra cmp failed
+		}
+	}
+	return 0, false, fmt.Errorf("dispatch: write %s: the leader key kept changing", key)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
@@ -40,8 +41,8 @@ func TestFence(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	cli, keys := testEtcd(t)
-	a := New(cli, keys, "a")
-	b := New(cli, keys, "b")
+	a := New(cli, keys, "a", testRing)
+	b := New(cli, keys, "b", testRing)
 
 	// Nobody claimed: dispatch is fenced.
 	err := a.Dispatch(ctx, 1, items(1, "n1", 1))
@@ -80,7 +81,7 @@ func TestFence(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, resp.Kvs, 1)
 	var got cluster.Dispatch
-	require.NoError(t, json.Unmarshal(resp.Kvs[0].Value, &got))
+	require.NoError(t, json.Unmarshal(openRecord(t, resp.Kvs[0]), &got))
 	require.Equal(t, want.FireID, got.FireID)
 	require.Equal(t, uint64(6), got.Term)
 	require.Equal(t, "cmd", got.Job.Handler)
@@ -92,7 +93,7 @@ func TestBatching(t *testing.T) {
 	ctx := context.Background()
 	cli, keys := testEtcd(t)
 	var txns, ops atomic.Int64
-	d := New(cli, keys, "s", WithTxnHook(func(n int) { txns.Add(1); ops.Add(int64(n)) }))
+	d := New(cli, keys, "s", testRing, WithTxnHook(func(n int) { txns.Add(1); ops.Add(int64(n)) }))
 	require.NoError(t, d.Claim(ctx, 1))
 
 	// 3,000 distinct fires.
@@ -121,7 +122,7 @@ func TestBatching(t *testing.T) {
 
 	// A byte limit splits by size too.
 	txns.Store(0)
-	small := New(cli, keys, "s", WithMaxOps(8192), WithMaxBytes(4096),
+	small := New(cli, keys, "s", testRing, WithMaxOps(8192), WithMaxBytes(4096),
 		WithTxnHook(func(int) { txns.Add(1) }))
 	big := items(10, "big", 1)
 	for i := range big {
@@ -136,7 +137,7 @@ func TestPlacement(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	cli, keys := testEtcd(t)
-	d := New(cli, keys, "s", WithMaxOps(2))
+	d := New(cli, keys, "s", testRing, WithMaxOps(2))
 	require.NoError(t, d.Claim(ctx, 2))
 	var ps []Placement
 	for i := range 5 {
@@ -147,7 +148,7 @@ func TestPlacement(t *testing.T) {
 	resp, err := cli.Get(ctx, keys.Job("n1", 3))
 	require.NoError(t, err)
 	var jc cluster.JobConfig
-	require.NoError(t, json.Unmarshal(resp.Kvs[0].Value, &jc))
+	require.NoError(t, json.Unmarshal(openRecord(t, resp.Kvs[0]), &jc))
 	require.Equal(t, int64(3), jc.JobID)
 	require.Equal(t, int64(3), jc.Revision)
 
@@ -155,8 +156,63 @@ func TestPlacement(t *testing.T) {
 	require.Equal(t, int64(2), countPrefix(t, cli, keys.JobPrefix("n1")))
 
 	// Fenced after a newer claim: partial progress is reported.
-	require.NoError(t, New(cli, keys, "other").Claim(ctx, 3))
+	require.NoError(t, New(cli, keys, "other", testRing).Claim(ctx, 3))
 	err = d.UnplaceJob(ctx, 2, JobRef{"n1", 3})
 	require.ErrorIs(t, err, ErrFenced)
 	require.Equal(t, int64(2), countPrefix(t, cli, keys.JobPrefix("n1")))
+}
+
+// testRing signs the test dispatchers' records.
+var testRing, _ = cluster.KeyringFromTokens("dispatch-test-token")
+
+// openRecord verifies a signed record read from etcd and returns its body.
+func openRecord(t *testing.T, kv *mvccpb.KeyValue) []byte {
+	t.Helper()
+	body, _, err := testRing.Open(string(kv.Key), kv.Value)
+	require.NoError(t, err)
+	return body
+}
+
+// Run records are signed for their own key and the dispatching term: a
+// value copied under another fire's key does not verify.
+func TestDispatchSignsRecordsForKeyAndTerm(t *testing.T) {
+	t.Parallel()
+	cli, keys := testEtcd(t)
+	ctx := context.Background()
+	d := New(cli, keys, "s", testRing)
+	require.NoError(t, d.Claim(ctx, 7))
+	its := items(2, "n1", 7)
+	require.NoError(t, d.Dispatch(ctx, 7, its))
+	resp, err := cli.Get(ctx, keys.Run("n1", its[0].Dispatch.FireID))
+	require.NoError(t, err)
+	require.Len(t, resp.Kvs, 1)
+	body, term, err := testRing.Open(string(resp.Kvs[0].Key), resp.Kvs[0].Value)
+	require.NoError(t, err)
+	require.Equal(t, uint64(7), term)
+	var got cluster.Dispatch
+	require.NoError(t, json.Unmarshal(body, &got))
+	require.Equal(t, its[0].Dispatch.FireID, got.FireID)
+
+	_, _, err = testRing.Open(keys.Run("n1", its[1].Dispatch.FireID), resp.Kvs[0].Value)
+	require.ErrorIs(t, err, cluster.ErrBadSignature, "replayed under another fire id")
+	other, err := cluster.KeyringFromTokens("another-token")
+	require.NoError(t, err)
+	_, _, err = other.Open(string(resp.Kvs[0].Key), resp.Kvs[0].Value)
+	require.ErrorIs(t, err, cluster.ErrBadSignature, "another cluster key")
+
+	// SignedPut signs under the leader key's term and honours extra cmps.
+	key := keys.Kill("n1", "1-1")
+	rev, ok, err := SignedPut(ctx, cli, keys, testRing, key, cluster.KillRequest{FireID: "1-1"}, nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+	resp, err = cli.Get(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, rev, resp.Kvs[0].ModRevision)
+	_, term, err = testRing.Open(key, resp.Kvs[0].Value)
+	require.NoError(t, err)
+	require.Equal(t, uint64(7), term)
+	_, ok, err = SignedPut(ctx, cli, keys, testRing, key, cluster.KillRequest{FireID: "1-1"},
+		[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev-1)})
+	require.NoError(t, err)
+	require.False(t, ok, "a failed extra cmp writes nothing")
 }

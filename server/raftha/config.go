@@ -37,7 +37,7 @@ type Config struct {
 	// included (it is added with its own address if missing). A fresh Dir
 	// bootstraps exactly this configuration; every replica must be given
 	// the same list. Ignored when Dir already holds raft state: later
-	// membership changes go through AddVoter and RemoveServer.
+	// membership changes go through AddNonvoter (promoted by RunPromoter) and RemoveServer.
 	Peers []string
 	// Logger receives raft's logs; nil discards them.
 	Logger *slog.Logger

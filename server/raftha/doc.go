@@ -7,8 +7,18 @@
 // snapshot store (snapshots/), a TCP transport. A single voter bootstraps
 // itself (Config.Bootstrap); an HA cluster is bootstrapped by starting every
 // replica with the same Config.Peers (all voters, "id=host:port"). Later
-// membership changes go through AddVoter and RemoveServer on the leader;
-// Status reports the configuration, the leader and raft's progress.
+// membership changes go through the leader: AddNonvoter adds a server that
+// does not count for quorum, RunPromoter (run on the leader) promotes it
+// with Promote once its own progress report says it caught up — a dead
+// address never reports, so it can never cost the quorum — and
+// RemoveServer removes any member while a quorum remains. Status reports
+// the configuration, the leader and raft's progress.
+//
+// A quorum lost for good is recovered offline with Recover (hashicorp/raft
+// RecoverCluster) on every survivor: the configuration becomes the
+// survivors, the FSM state and log are kept, and the stored term can be
+// raised above the leader fence's term so the recovered leader's first
+// claim succeeds instead of being fenced forever.
 //
 // Close on the leader transfers leadership to another voter first, so a
 // graceful restart moves the trigger loop in about one round trip instead

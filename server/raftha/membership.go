@@ -117,6 +117,32 @@ func (n *Node) AddVoter(ctx context.Context, id, address string) error {
 	return nil
 }
 
+// AddNonvoter adds a server as a non-voter: it receives the log but does
+// not count for quorum, so a dead or wrong address cannot stall commits.
+// Promote makes it a voter once it has caught up. Re-adding a voter keeps
+// it a voter. It must run on the leader (ErrNotLeader otherwise).
+func (n *Node) AddNonvoter(ctx context.Context, id, address string) error {
+	if id == "" || address == "" {
+		return errors.New("raftha: add non-voter: id and address are required")
+	}
+	f := n.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(address), 0, timeoutOf(ctx))
+	if err := n.waitIndex(ctx, f); err != nil {
+		return fmt.Errorf("raftha: add non-voter %s at %s: %w", id, address, err)
+	}
+	n.log.Info("raft non-voter added; promoted once caught up", "server_id", id, "address", address)
+	return nil
+}
+
+// Promote turns a non-voter into a voter (AddVoter with its address).
+func (n *Node) Promote(ctx context.Context, id, address string) error {
+	f := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(address), 0, timeoutOf(ctx))
+	if err := n.waitIndex(ctx, f); err != nil {
+		return fmt.Errorf("raftha: promote %s to voter: %w", id, err)
+	}
+	n.log.Info("raft non-voter promoted to voter", "server_id", id, "address", address)
+	return nil
+}
+
 // ErrUnknownServer is returned (wrapped) by RemoveServer for an id that is
 // not in the configuration.
 var ErrUnknownServer = errors.New("raftha: no such server in the configuration")

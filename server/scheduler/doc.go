@@ -28,7 +28,9 @@
 //  1. InsertRuns: one SQL statement records every fire (status triggered;
 //     failed when routing finds no target; skipped for DO_NOTHING misfires);
 //  2. Dispatch: the runs go to /Cronix/run/<node>/<fire_id> in as few etcd
-//     transactions as the limits allow, each fenced on /Cronix/leader;
+//     transactions as the limits allow, each fenced on /Cronix/leader; every
+//     record is signed (cluster.Keyring.Seal: an HMAC over key, term and
+//     body with the cluster key), computed in memory: no extra round trip;
 //  3. ApplyTick: ONE raft entry advances each job's cursor to the latest
 //     scheduled time fired, writes the route state changed by this batch
 //     (round-robin counters, LFU/LRU use) and drops the cursor and route
@@ -109,6 +111,9 @@
 //   - A scheduled time at or before a job's cursor never fires again, in
 //     this term or a later one (misfire policies only fire times after it).
 //   - Cursors advance only after the runs were recorded and dispatched.
+//   - Signed: every run and placement record carries this term and a MAC
+//     for its own key, so a node runs nothing the leader did not write
+//     (node/trust; docs/security.md).
 //   - Fenced: every run and placement write compares /Cronix/leader with
 //     this server's term; once a newer term claimed it, nothing more is
 //     written and Run returns ErrFenced: at once when the leader key watch

@@ -24,6 +24,9 @@ import (
 	"github.com/cronix/cronix/server/store"
 )
 
+// testRing signs the test dispatchers' records.
+var testRing, _ = cluster.KeyringFromTokens("scheduler-test-token")
+
 // t0 is the fake clock's start: a whole second.
 var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 
@@ -189,7 +192,7 @@ func newHarness(t *testing.T) *harness {
 	h.raft = node
 	h.term = node.Term()
 	h.cursors = &countingCursors{Node: node}
-	h.disp = dispatch.New(cli, keys, "s1", dispatch.WithTxnHook(func(int) { h.txns.Add(1) }))
+	h.disp = dispatch.New(cli, keys, "s1", testRing, dispatch.WithTxnHook(func(int) { h.txns.Add(1) }))
 	h.sched = h.newScheduler()
 	return h
 }
@@ -316,5 +319,5 @@ func (h *harness) get(key string) []byte {
 	if len(resp.Kvs) == 0 {
 		return nil
 	}
-	return resp.Kvs[0].Value
+	return cluster.RecordBody(resp.Kvs[0].Value) // signed records: their body
 }

@@ -328,7 +328,7 @@ func TestFencedDispatcherStopsLoop(t *testing.T) {
 	h.waitArmed(t0.Add(time.Second))
 
 	// Another server claims a newer term.
-	require.NoError(t, dispatch.New(h.cli, h.keys, "s2").Claim(ctx, h.term+1))
+	require.NoError(t, dispatch.New(h.cli, h.keys, "s2", testRing).Claim(ctx, h.term+1))
 	h.clock.Advance(time.Second)
 	select {
 	case err := <-h.done:

@@ -160,7 +160,7 @@ func TestTakeoverResendsOnlyUndispatched(t *testing.T) {
 	require.NoError(t, err)
 
 	// Leader 2, a higher term, same etcd, SQL and raft state.
-	disp2 := &recordingDispatcher{Dispatcher: dispatch.New(h.cli, h.keys, "s2")}
+	disp2 := &recordingDispatcher{Dispatcher: dispatch.New(h.cli, h.keys, "s2", testRing)}
 	h.term = term1 + 1
 	h.sched = New(Config{
 		Jobs: db, Runs: db, Cursors: h.cursors, Dispatcher: disp2, Etcd: h.cli, Keys: h.keys,
@@ -224,7 +224,7 @@ func TestStalledLeaderWakesFenced(t *testing.T) {
 
 	// B claims a newer term and starts meanwhile.
 	clockB := newFakeClock(t0.Add(2 * time.Second))
-	dispB := &recordingDispatcher{Dispatcher: dispatch.New(h.cli, h.keys, "s2")}
+	dispB := &recordingDispatcher{Dispatcher: dispatch.New(h.cli, h.keys, "s2", testRing)}
 	schedB := New(Config{
 		Jobs: db, Runs: db, Cursors: h.cursors, Dispatcher: dispB, Etcd: h.cli, Keys: h.keys,
 		Clock: clockB, Location: time.UTC, Logger: slog.New(slog.DiscardHandler), BeatInterval: -1,
@@ -271,7 +271,7 @@ func TestStalledLeaderWakesFenced(t *testing.T) {
 	seen := map[string]bool{}
 	for _, kv := range resp.Kvs {
 		var d cluster.Dispatch
-		require.NoError(t, json.Unmarshal(kv.Value, &d))
+		require.NoError(t, json.Unmarshal(cluster.RecordBody(kv.Value), &d))
 		require.False(t, seen[d.FireID])
 		seen[d.FireID] = true
 		if d.Term == termA {
@@ -323,7 +323,7 @@ func TestIdleLeaderStopsOnNewerClaim(t *testing.T) {
 	h.store.putJob(job(1, "0 0 * * * *")) // hourly: nothing due during the test
 	h.start()
 	h.waitArmed(t0.Add(time.Hour))
-	require.NoError(t, dispatch.New(h.cli, h.keys, "s2").Claim(context.Background(), h.term+1))
+	require.NoError(t, dispatch.New(h.cli, h.keys, "s2", testRing).Claim(context.Background(), h.term+1))
 	select {
 	case err := <-h.done:
 		h.done <- err

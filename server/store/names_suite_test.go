@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strconv"
 	"sync"
@@ -48,6 +49,32 @@ func runNameSuite(t *testing.T, newDSN func(t *testing.T) string) {
 		_, total, err := s.FindJobs(ctx, store.JobFilter{}, store.Page{})
 		require.NoError(t, err)
 		require.Equal(t, 3, total)
+	})
+
+	t.Run("HandlerCatalog", func(t *testing.T) {
+		t.Parallel()
+		ctx := testCtx(t)
+		s := openDSN(t, newDSN(t))
+		hs, err := s.HandlerCatalog(ctx)
+		require.NoError(t, err)
+		require.Empty(t, hs)
+		require.NoError(t, s.UpsertHandlerCatalog(ctx, []store.CatalogHandler{
+			{Name: "shell", Version: "1.0.0", Description: "runs a script", ParamsSchema: json.RawMessage(`{"type":"object"}`)},
+			{Name: "legacy", Version: "0.1"},
+		}))
+		require.NoError(t, s.UpsertHandlerCatalog(ctx, []store.CatalogHandler{
+			{Name: "shell", Version: "1.1.0", Description: "runs a script, again", ParamsSchema: json.RawMessage(`{"type":"object","required":["script"]}`)},
+		}))
+		hs, err = s.HandlerCatalog(ctx)
+		require.NoError(t, err)
+		require.Len(t, hs, 2)
+		require.Equal(t, "legacy", hs[0].Name)
+		require.Nil(t, hs[0].ParamsSchema)
+		require.Equal(t, "shell", hs[1].Name)
+		require.Equal(t, "1.1.0", hs[1].Version)
+		require.Equal(t, "runs a script, again", hs[1].Description)
+		require.JSONEq(t, `{"type":"object","required":["script"]}`, string(hs[1].ParamsSchema))
+		require.False(t, hs[1].UpdatedAt.IsZero())
 	})
 
 	t.Run("JobNamesUniqueUnderConcurrentCreates", func(t *testing.T) {

@@ -29,6 +29,7 @@ func runSuite(t *testing.T, newDSN func(t *testing.T) string) {
 	runNameSuite(t, newDSN)
 	runRecoverySuite(t, open)
 	runAlertSuite(t, open)
+	runSecuritySuite(t, open)
 
 	t.Run("Migrations", func(t *testing.T) {
 		t.Parallel()

@@ -1,5 +1,5 @@
 import {
-  ApartmentOutlined, AuditOutlined, ClusterOutlined, DashboardOutlined, KeyOutlined, LogoutOutlined,
+  AlertOutlined, ApartmentOutlined, AuditOutlined, ClusterOutlined, DashboardOutlined, KeyOutlined, LogoutOutlined,
   ScheduleOutlined, TeamOutlined, UnorderedListOutlined, UsergroupAddOutlined, DesktopOutlined,
 } from '@ant-design/icons';
 import { App as AntApp, Button, ConfigProvider, Layout, Menu, Select, Space, Spin, Switch, theme, Typography } from 'antd';
@@ -25,6 +25,7 @@ const Groups = lazy(() => import('./pages/Groups'));
 const Users = lazy(() => import('./pages/Users'));
 const Tokens = lazy(() => import('./pages/Tokens'));
 const Audit = lazy(() => import('./pages/Audit'));
+const Alerts = lazy(() => import('./pages/Alerts'));
 const Cluster = lazy(() => import('./pages/Cluster'));
 
 const darkKey = 'cronix.dark';
@@ -80,6 +81,7 @@ function Routed({ dark, setDark }: { dark: boolean; setDark: (v: boolean) => voi
           <Route path="/nodes/:uuid" element={<NodeDetail />} />
           <Route path="/groups" element={<Groups />} />
           <Route path="/tokens" element={<Tokens />} />
+          <Route path="/alerts" element={<Alerts />} />
           <Route path="/users" element={admin ? <Users /> : <Forbidden />} />
           <Route path="/audit" element={admin ? <Audit /> : <Forbidden />} />
           <Route path="/cluster" element={admin ? <Cluster /> : <Forbidden />} />
@@ -113,6 +115,7 @@ function Shell({ children, dark, setDark }: { children: ReactNode; dark: boolean
     { key: '/runs', icon: <UnorderedListOutlined />, label: t('nav.runs') },
     { key: '/nodes', icon: <DesktopOutlined />, label: t('nav.nodes') },
     { key: '/groups', icon: <ApartmentOutlined />, label: t('nav.groups') },
+    { key: '/alerts', icon: <AlertOutlined />, label: t('nav.alerts') },
     { key: '/tokens', icon: <KeyOutlined />, label: t('nav.tokens') },
     ...(admin
       ? [
@@ -165,7 +168,7 @@ function Shell({ children, dark, setDark }: { children: ReactNode; dark: boolean
               <label htmlFor="dark-switch" style={{ marginRight: 6 }}>{t('nav.darkMode')}</label>
               <Switch id="dark-switch" size="small" checked={dark} onChange={setDark} />
             </span>
-            <span data-testid="whoami">{me?.username} <Typography.Text type="secondary">({t(`users.roles.${me?.role ?? 'viewer'}`)})</Typography.Text></span>
+            <span data-testid="whoami" className="hide-narrow">{me?.username} <Typography.Text type="secondary">({t(`users.roles.${me?.role ?? 'viewer'}`)})</Typography.Text></span>
             <Button size="small" icon={<LogoutOutlined />} onClick={() => void logout().then(() => navigate('/login'))}>
               <span className="hide-narrow">{t('nav.logout')}</span>
             </Button>

@@ -2,7 +2,7 @@ const en = {
   app: { title: 'Cronix', loading: 'Loading…', error: 'Something went wrong', retry: 'Retry' },
   nav: {
     dashboard: 'Dashboard', jobs: 'Jobs', runs: 'Runs', nodes: 'Nodes', groups: 'Groups', users: 'Users & roles',
-    tokens: 'API tokens', audit: 'Audit log', cluster: 'Cluster', admin: 'Administration', logout: 'Log out',
+    tokens: 'API tokens', alerts: 'Alerts', audit: 'Audit log', cluster: 'Cluster', admin: 'Administration', logout: 'Log out',
     language: 'Language', darkMode: 'Dark mode', account: 'Account', changePassword: 'Change password',
   },
   login: {
@@ -124,6 +124,12 @@ const en = {
   audit: {
     title: 'Audit log', at: 'When', user: 'User', address: 'Address', action: 'Action', objectType: 'Object type',
     objectId: 'Object', diff: 'Change',
+  },
+  alerts: {
+    title: 'Alerts', kind: 'Kind', run: 'Run', occurred: 'When', channel: 'Channel', target: 'Target',
+    attempts: 'Attempts', lastError: 'Last error', sentAt: 'Sent', test: 'Send a test alert',
+    testSent: 'Test alert sent to {{count}} targets', noChannel: 'No alert channel is configured.',
+    statuses: { pending: 'Pending', sent: 'Sent', failed: 'Failed', suppressed: 'Suppressed', none: 'No target' },
   },
   cluster: {
     title: 'Cluster', this: 'This replica', leader: 'Leader', term: 'Term', state: 'State', replicas: 'Replicas',

@@ -4,7 +4,7 @@ const zh: Catalogue = {
   app: { title: 'Cronix', loading: '加载中…', error: '出错了', retry: '重试' },
   nav: {
     dashboard: '仪表盘', jobs: '任务', runs: '运行记录', nodes: '节点', groups: '执行器分组', users: '用户与角色',
-    tokens: 'API 令牌', audit: '审计日志', cluster: '集群', admin: '系统管理', logout: '退出登录',
+    tokens: 'API 令牌', alerts: '告警', audit: '审计日志', cluster: '集群', admin: '系统管理', logout: '退出登录',
     language: '语言', darkMode: '深色模式', account: '账户', changePassword: '修改密码',
   },
   login: { title: '登录 Cronix', username: '用户名', password: '密码', submit: '登录', failed: '登录失败', required: '必填' },
@@ -110,6 +110,12 @@ const zh: Catalogue = {
   audit: {
     title: '审计日志', at: '时间', user: '用户', address: '地址', action: '操作', objectType: '对象类型',
     objectId: '对象', diff: '变更',
+  },
+  alerts: {
+    title: '告警', kind: '类型', run: '运行', occurred: '时间', channel: '渠道', target: '目标',
+    attempts: '尝试次数', lastError: '最近错误', sentAt: '发送时间', test: '发送测试告警',
+    testSent: '测试告警已发送到 {{count}} 个目标', noChannel: '尚未配置告警渠道。',
+    statuses: { pending: '待发送', sent: '已发送', failed: '发送失败', suppressed: '已抑制', none: '无目标' },
   },
   cluster: {
     title: '集群', this: '当前副本', leader: '主节点', term: '任期', state: '状态', replicas: '副本',

@@ -446,7 +446,7 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 		DispatchMaxOps: cfg.DispatchMaxOps, Version: buildinfo.String(), Logger: log,
 		Alert:              cfg.alertServiceConfig(),
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionMaxLifetime: cfg.SessionMaxLifetime,
-		BuiltinHandlers:    builtinHandlers(ctx),
+		BuiltinHandlers: builtinHandlers(ctx),
 	}, cli)
 	if err != nil {
 		return err

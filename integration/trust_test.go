@@ -28,7 +28,7 @@ func TestForgedRunKeysAreNeverExecuted(t *testing.T) {
 	node, uuid := startNode(t, s, token, t.TempDir(), "trust")
 
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.etcdURL}, DialTimeout: 5 * time.Second,
-		Logger: zap.NewNop()})
+		Username: "root", Password: etcdPassword(t, dataDir), Logger: zap.NewNop()})
 	require.NoError(t, err)
 	defer cli.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -258,7 +258,7 @@ func (m *matrix) build(key, p, side string) (request, string) {
 		return request{path: "/api/v1/auth/password", spends: true,
 			body: map[string]string{"old_password": pw, "new_password": fmt.Sprintf("new-password-%d", m.next())}}, tok
 	case "GET /api/v1/jobs", "GET /api/v1/runs", "GET /api/v1/groups", "GET /api/v1/nodes", "GET /api/v1/handlers",
-		"GET /api/v1/cluster", "GET /api/v1/users", "GET /api/v1/tokens", "GET /api/v1/audit":
+		"GET /api/v1/cluster", "GET /api/v1/users", "GET /api/v1/tokens", "GET /api/v1/audit", "GET /api/v1/security/events":
 		return request{path: strings.TrimPrefix(key, "GET ")}, cred
 	case "GET /api/v1/schedules/preview":
 		return request{path: "/api/v1/schedules/preview?schedule=" + url.QueryEscape("@every 1m")}, cred
@@ -294,7 +294,7 @@ func (m *matrix) build(key, p, side string) (request, string) {
 		return request{path: "/api/v1/cluster/servers", body: map[string]string{"id": fmt.Sprintf("s%d", m.next()), "address": "127.0.0.1:7999"}}, cred
 	case "DELETE /api/v1/cluster/servers/{id}":
 		sid := fmt.Sprintf("s%d", m.next())
-		require.NoError(m.t, m.fc.AddVoter(m.ctx, sid, "127.0.0.1:7999"))
+		require.NoError(m.t, m.fc.AddNonvoter(m.ctx, sid, "127.0.0.1:7999"))
 		return request{path: "/api/v1/cluster/servers/" + sid}, cred
 	case "POST /api/v1/users":
 		return request{path: "/api/v1/users", body: map[string]any{"username": fmt.Sprintf("new%d", m.next()),
@@ -337,6 +337,8 @@ func (m *matrix) build(key, p, side string) (request, string) {
 		return request{path: "/api/v1/settings/alerting", body: map[string]any{}}, cred
 	case "POST /api/v1/internal/results":
 		return request{path: "/api/v1/internal/results", body: map[string]any{"results": []any{}}}, cred
+	case "POST /api/v1/internal/security-events":
+		return request{path: "/api/v1/internal/security-events", body: map[string]any{"node": "node-a", "events": []any{}}}, cred
 	case "GET /jobgroup/list", "POST /jobgroup/list", "GET /jobinfo/list", "POST /jobinfo/list":
 		_, path, _ := strings.Cut(key, " ")
 		return request{path: path, compat: true}, cred
@@ -363,7 +365,7 @@ var adminOnly = map[string]bool{
 	"GET /api/v1/users/{id}/groups": true, "PUT /api/v1/users/{id}/groups": true,
 	"POST /api/v1/groups": true, "PUT /api/v1/groups/{id}": true, "DELETE /api/v1/groups/{id}": true,
 	"GET /api/v1/audit": true, "POST /api/v1/alerts/test": true, "GET /api/v1/settings/alerting": true,
-	"PUT /api/v1/settings/alerting": true,
+	"PUT /api/v1/settings/alerting": true, "GET /api/v1/security/events": true,
 }
 
 // expected derives what principal p should get from the route's rule: the

@@ -150,7 +150,12 @@ var Routes = map[string]Rule{
 	"GET /api/v1/settings/alerting": {Action: Admin},
 	"PUT /api/v1/settings/alerting": {Action: Admin},
 
-	"POST /api/v1/internal/results": {Action: Node},
+	// Security events (server/api/security.go): nodes report refused
+	// records; admins read them.
+	"GET /api/v1/security/events": {Action: Admin},
+
+	"POST /api/v1/internal/results":         {Action: Node},
+	"POST /api/v1/internal/security-events": {Action: Node},
 
 	// The xxl-job-compatible API (server/compat).
 	"GET /jobgroup/list":    {Action: JobsRead},

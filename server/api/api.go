@@ -23,6 +23,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/health"
 	"github.com/cronix/cronix/server/alert"
 	"github.com/cronix/cronix/server/auth"
 	"github.com/cronix/cronix/server/catalog"
@@ -95,7 +96,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// UI serves "/" and every path outside /api and /healthz; nil serves a
+	// UI serves "/" and every path outside /api, /healthz, /readyz and /metrics; nil serves a
 	// short HTML page at "/".
 	UI http.Handler
 	// Compat serves the xxl-job-compatible admin API (/jobinfo/*, /jobgroup/*); nil = not served.
@@ -113,6 +114,12 @@ type Config struct {
 	// Catalog is the handler catalog jobs are validated against; nil
 	// builds one over Store and Etcd without built-in handlers.
 	Catalog *catalog.Catalog
+	// Ready serves GET /readyz (see health.Checker.ReadyHandler); nil
+	// answers ready with no checks.
+	Ready http.Handler
+	// Metrics serves GET /metrics to an authenticated user (the
+	// Prometheus exposition); nil answers 404.
+	Metrics http.Handler
 }
 
 // catalog is Catalog, or one over Store and Etcd.
@@ -158,9 +165,11 @@ type server struct {
 	// each call bounded by pluginValidateTimeout through its context.
 	validateClient *http.Client
 	catalog        *catalog.Catalog
+	ready          http.Handler
+	metrics        http.Handler
 }
 
-// New returns the HTTP handler serving /healthz, /api/v1 and the UI. It
+// New returns the HTTP handler serving /healthz, /readyz, /metrics, /api/v1 and the UI. It
 // panics if cfg.Validate fails: that is a wiring mistake, caught at startup.
 func New(cfg Config) http.Handler {
 	if err := cfg.Validate(); err != nil {
@@ -181,6 +190,11 @@ func New(cfg Config) http.Handler {
 		security:  cfg.Security,
 		nodeTLS:   cfg.NodeTLS,
 		catalog:   cfg.catalog(),
+		ready:     cfg.Ready,
+		metrics:   cfg.Metrics,
+	}
+	if s.ready == nil {
+		s.ready = (&health.Checker{}).ReadyHandler()
 	}
 	s.validateClient = &http.Client{Transport: &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: pluginValidateTimeout}).DialContext,
@@ -210,7 +224,7 @@ func New(cfg Config) http.Handler {
 	router := s.routes()
 	front := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
-		if p == "/healthz" || p == "/api" || strings.HasPrefix(p, "/api/") {
+		if p == "/healthz" || p == "/readyz" || p == "/metrics" || p == "/api" || strings.HasPrefix(p, "/api/") {
 			router.ServeHTTP(w, r)
 			return
 		}
@@ -223,13 +237,15 @@ func New(cfg Config) http.Handler {
 	return s.logRequests(front)
 }
 
-// routes builds the router of /healthz and /api.
+// routes builds the router of /healthz, /readyz, /metrics and /api.
 func (s *server) routes() *mux.Router {
 	r := mux.NewRouter()
 	r.NotFoundHandler = s.handle(func(http.ResponseWriter, *http.Request) error { return errRouteNotFound })
 	r.MethodNotAllowedHandler = s.handle(func(http.ResponseWriter, *http.Request) error { return errMethodNotAllowed })
 
-	r.Handle("/healthz", s.handle(s.healthz)).Methods(http.MethodGet, http.MethodHead)
+	r.Handle("/healthz", health.LiveHandler()).Methods(http.MethodGet, http.MethodHead)
+	r.Handle("/readyz", s.readyHandler()).Methods(http.MethodGet, http.MethodHead)
+	r.Handle("/metrics", s.user(MaxBodyBytes, s.serveMetrics)).Methods(http.MethodGet)
 
 	const v1 = "/api/v1"
 	r.Handle(v1+"/auth/login", s.body(MaxBodyBytes, s.handle(s.login))).Methods(http.MethodPost)
@@ -303,8 +319,25 @@ func (s *server) node(h handlerFunc) http.Handler {
 	})
 }
 
-func (s *server) healthz(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+// readyHandler is the configured readiness handler (set in New; the route
+// tests build a server without one).
+func (s *server) readyHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.ready == nil {
+			health.LiveHandler().ServeHTTP(w, r)
+			return
+		}
+		s.ready.ServeHTTP(w, r)
+	})
+}
+
+// serveMetrics handles GET /metrics on the API port, for a logged-in user.
+// An unauthenticated scrape uses the separate --metrics-addr listener.
+func (s *server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
+	if s.metrics == nil {
+		return errRouteNotFound
+	}
+	s.metrics.ServeHTTP(w, r)
 	return nil
 }
 
@@ -314,7 +347,7 @@ const defaultUIPage = `<!doctype html>
 <h1>Cronix</h1>
 <p>The web UI is not built into this binary. The REST API is served under <code>/api/v1</code>;
 it is documented in <code>docs/api.md</code> of the source tree.</p>
-<p>Health: <a href="/healthz">/healthz</a></p>
+<p>Health: <a href="/healthz">/healthz</a>, readiness: <a href="/readyz">/readyz</a></p>
 </body></html>
 `
 

@@ -30,8 +30,8 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 
 	"github.com/cronix/cronix/cluster"
-	"github.com/cronix/cronix/metrics"
 	"github.com/cronix/cronix/internal/hclogslog"
+	"github.com/cronix/cronix/metrics"
 	"github.com/cronix/cronix/pluginapi"
 )
 

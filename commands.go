@@ -22,6 +22,7 @@ import (
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/config"
 	"github.com/cronix/cronix/internal/tlsfiles"
+	"github.com/cronix/cronix/metrics"
 	"github.com/cronix/cronix/node"
 	"github.com/cronix/cronix/node/pluginhost"
 	"github.com/cronix/cronix/pluginapi"
@@ -35,6 +36,10 @@ import (
 	"github.com/cronix/cronix/server/handlers"
 	"github.com/cronix/cronix/server/schedule"
 )
+
+// readyTimeout bounds how long standalone waits to be ready before it
+// prints its URL (or gives up).
+const readyTimeout = 2 * time.Minute
 
 // commonConfig is shared by every long-running command.
 type commonConfig struct {
@@ -129,6 +134,8 @@ type standaloneConfig struct {
 	NodeToken string `flag:"node-token" env:"CRONIX_NODE_TOKEN" yaml:"node_token" help:"shared secret between nodes and servers (default: generated into <data-dir>/node-token)"`
 	// OutputCap is the most output kept per run.
 	OutputCap int `flag:"output-cap" env:"CRONIX_OUTPUT_CAP" yaml:"output_cap" help:"bytes of output kept per run (more is truncated and flagged)"`
+	// MetricsAddr serves /metrics without authentication when set.
+	MetricsAddr string `flag:"metrics-addr" env:"CRONIX_METRICS_ADDR" yaml:"metrics_addr" help:"address of a separate listener serving /metrics, /healthz and /readyz without authentication (empty: none; /metrics on the API port needs a token)"`
 }
 
 // serverConfig configures "cronix server".
@@ -150,6 +157,7 @@ type serverConfig struct {
 	NodeToken         string   `flag:"node-token" env:"CRONIX_NODE_TOKEN" yaml:"node_token" help:"shared secret nodes present when reporting results (required)"`
 	PreviousNodeToken string   `flag:"previous-node-token" env:"CRONIX_PREVIOUS_NODE_TOKEN" yaml:"previous_node_token" help:"during a node token rotation: the other token still accepted from nodes (see docs/security.md)"`
 	DispatchMaxOps    int      `flag:"dispatch-max-ops" env:"CRONIX_DISPATCH_MAX_OPS" yaml:"dispatch_max_ops" help:"most operations per etcd transaction (etcd's --max-txn-ops)"`
+	MetricsAddr       string   `flag:"metrics-addr" env:"CRONIX_METRICS_ADDR" yaml:"metrics_addr" help:"address of a separate listener serving /metrics, /healthz and /readyz without authentication (empty: none; /metrics on the API port needs a token)"`
 }
 
 // etcdConfig configures "cronix etcd".
@@ -251,6 +259,7 @@ type nodeConfig struct {
 	AdvertiseIP       string        `flag:"advertise-ip" env:"CRONIX_NODE_ADVERTISE_IP" yaml:"advertise_ip" help:"IP registered for this node (default: the listen address's IP)"`
 	OutputCap         int           `flag:"output-cap" env:"CRONIX_OUTPUT_CAP" yaml:"output_cap" help:"bytes of output kept per run (more is truncated and flagged)"`
 	LeaseTTL          time.Duration `flag:"lease-ttl" env:"CRONIX_NODE_LEASE_TTL" yaml:"lease_ttl" help:"TTL of the node's etcd registration lease"`
+	MetricsAddr       string        `flag:"metrics-addr" env:"CRONIX_METRICS_ADDR" yaml:"metrics_addr" help:"address of a separate listener serving /metrics, /healthz and /readyz without authentication (empty: none; /metrics on --listen-addr needs the node token)"`
 }
 
 func defaultStandalone() standaloneConfig {
@@ -349,7 +358,8 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	defer etcd.Close()
-	cli, err := etcd.Client()
+	met := metrics.New() // one registry for the server and the node
+	cli, err := etcd.Client(met.EtcdDialOptions()...)
 	if err != nil {
 		return err
 	}
@@ -364,6 +374,7 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 		Version: buildinfo.String(), Logger: log, Alert: cfg.alertServiceConfig(),
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionMaxLifetime: cfg.SessionMaxLifetime,
 		BuiltinHandlers: builtinHandlers(ctx),
+		Metrics:         met, MetricsAddr: cfg.MetricsAddr,
 	}, cli)
 	if err != nil {
 		return err
@@ -381,7 +392,7 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 		DataDir: filepath.Join(dataDir, "node"), Group: cfg.NodeGroup, Keys: keys, NodeToken: token,
 		ServerURLs: []string{srv.URL()}, ListenAddr: "127.0.0.1:0", OutputCap: cfg.OutputCap,
 		Plugins: builtinPlugins(exe, cfg.pluginConfig), PluginDir: cfg.PluginDir, PluginChecksums: cfg.PluginChecksums,
-		Version: buildinfo.String(), Logger: log,
+		Version: buildinfo.String(), Logger: log, Metrics: met,
 	}, cli)
 	if err != nil {
 		return err
@@ -390,11 +401,23 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	defer nd.Stop()
+	nd.AddReadyChecks(srv.Readiness())
 
+	// The URL is printed only once the instance can serve (GET /readyz would answer 200).
+	waitCtx, cancel := context.WithTimeout(ctx, readyTimeout)
+	err = srv.Readiness().Wait(waitCtx, 100*time.Millisecond)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("not ready within %s: %w", readyTimeout, err)
+	}
 	fmt.Fprintf(stdout, "\nCronix %s is running (standalone)\n  URL:   %s\n", buildinfo.String(), srv.URL())
 	printLogin(stdout, srv, getenv("CRONIX_ADMIN_PASSWORD") != "")
-	fmt.Fprintf(stdout, "  etcd:  %s (user root, password in %s)\n  node token: %s\n  data:  %s\n  Stop with Ctrl-C.\n\n",
+	fmt.Fprintf(stdout, "  etcd:  %s (user root, password in %s)\n  node token: %s\n  data:  %s\n",
 		etcd.Endpoint(), filepath.Join(dataDir, etcdPasswordFile), filepath.Join(dataDir, "node-token"), dataDir)
+	if a := srv.MetricsAddr(); a != "" {
+		fmt.Fprintf(stdout, "  metrics: http://%s/metrics\n", a)
+	}
+	fmt.Fprint(stdout, "  Stop with Ctrl-C.\n\n")
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "stopping…")
 	return nil
@@ -432,7 +455,8 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return fmt.Errorf("--tls-ca: %w", err)
 	}
-	cli, err := etcdClient(cfg.etcdClientConfig)
+	met := metrics.New()
+	cli, err := etcdClient(cfg.etcdClientConfig, met)
 	if err != nil {
 		return err
 	}
@@ -447,6 +471,7 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 		Alert:              cfg.alertServiceConfig(),
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionMaxLifetime: cfg.SessionMaxLifetime,
 		BuiltinHandlers: builtinHandlers(ctx),
+		Metrics:         met, MetricsAddr: cfg.MetricsAddr,
 	}, cli)
 	if err != nil {
 		return err
@@ -521,7 +546,8 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return fmt.Errorf("locating own binary for built-in plugins: %w", err)
 	}
-	cli, err := etcdClient(cfg.etcdClientConfig)
+	met := metrics.New()
+	cli, err := etcdClient(cfg.etcdClientConfig, met)
 	if err != nil {
 		return err
 	}
@@ -532,6 +558,7 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 		TLSCertFile: cfg.TLSCert, TLSKeyFile: cfg.TLSKey, HTTPClient: serverClient,
 		OutputCap: cfg.OutputCap, LeaseTTL: cfg.LeaseTTL, Plugins: builtinPlugins(exe, cfg.pluginConfig),
 		PluginDir: cfg.PluginDir, PluginChecksums: cfg.PluginChecksums, Version: buildinfo.String(), Logger: log,
+		Metrics: met, MetricsAddr: cfg.MetricsAddr,
 	}, cli)
 	if err != nil {
 		return err
@@ -636,15 +663,16 @@ func loadLocation(name string) (*time.Location, error) {
 	return loc, nil
 }
 
-// etcdClient connects to etcd with the configured TLS and credentials. A
-// password needs a username; a client certificate needs its key.
-func etcdClient(c etcdClientConfig) (*clientv3.Client, error) {
+// etcdClient connects to etcd with the configured TLS and credentials,
+// timing requests in met. A password needs a username; a client
+// certificate needs its key.
+func etcdClient(c etcdClientConfig, met *metrics.Metrics) (*clientv3.Client, error) {
 	if len(c.EtcdEndpoints) == 0 {
 		return nil, errors.New("--etcd-endpoints is required")
 	}
 	cc := clientv3.Config{Endpoints: c.EtcdEndpoints, DialTimeout: 10 * time.Second,
 		DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 3 * time.Second, Logger: zap.NewNop(),
-		Username: c.EtcdUsername, Password: c.EtcdPassword}
+		Username: c.EtcdUsername, Password: c.EtcdPassword, DialOptions: met.EtcdDialOptions()}
 	switch {
 	case c.EtcdPassword != "" && c.EtcdUsername == "":
 		return nil, errors.New("--etcd-password needs --etcd-username")

@@ -59,7 +59,7 @@ func runRaft(ctx context.Context, args []string, getenv func(string) string, std
 // fenceTerm reads the term of the last leader fence claim in etcd (0 when
 // none): the recovered replicas must elect a leader above it.
 func fenceTerm(ctx context.Context, cfg raftRecoverConfig) (uint64, error) {
-	cli, err := etcdClient(cfg.etcdClientConfig)
+	cli, err := etcdClient(cfg.etcdClientConfig, nil)
 	if err != nil {
 		return 0, err
 	}

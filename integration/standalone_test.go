@@ -54,26 +54,34 @@ type standalone struct {
 
 const adminPassword = "it-secret-pw"
 
+// newStandalone picks free addresses for a standalone in dataDir started
+// with extra flags (startStandalone starts it).
+func newStandalone(t *testing.T, dataDir string, extra ...string) *standalone {
+	t.Helper()
+	httpAddr, err := harness.FreeAddr()
+	require.NoError(t, err)
+	etcdAddr, err := harness.FreeAddr()
+	require.NoError(t, err)
+	peerAddr, err := harness.FreeAddr()
+	require.NoError(t, err)
+	raftAddr, err := harness.FreeAddr()
+	require.NoError(t, err)
+	return &standalone{
+		etcdURL: "http://" + etcdAddr,
+		dataDir: dataDir,
+		args: append([]string{"standalone", "--data-dir", dataDir, "--http-addr", httpAddr,
+			"--etcd-client-addr", etcdAddr, "--etcd-peer-addr", peerAddr, "--raft-addr", raftAddr}, extra...),
+		env: []string{"CRONIX_ADMIN_PASSWORD=" + adminPassword},
+		api: harness.NewClient("http://" + httpAddr),
+	}
+}
+
+// startStandalone starts prev again, or a new standalone in dataDir.
 func startStandalone(t *testing.T, dataDir string, prev *standalone) *standalone {
 	t.Helper()
 	s := prev
 	if s == nil {
-		httpAddr, err := harness.FreeAddr()
-		require.NoError(t, err)
-		etcdAddr, err := harness.FreeAddr()
-		require.NoError(t, err)
-		peerAddr, err := harness.FreeAddr()
-		require.NoError(t, err)
-		raftAddr, err := harness.FreeAddr()
-		require.NoError(t, err)
-		s = &standalone{
-			etcdURL: "http://" + etcdAddr,
-			dataDir: dataDir,
-			args: []string{"standalone", "--data-dir", dataDir, "--http-addr", httpAddr,
-				"--etcd-client-addr", etcdAddr, "--etcd-peer-addr", peerAddr, "--raft-addr", raftAddr},
-			env: []string{"CRONIX_ADMIN_PASSWORD=" + adminPassword},
-			api: harness.NewClient("http://" + httpAddr),
-		}
+		s = newStandalone(t, dataDir)
 	}
 	p, err := harness.Start(binary, s.env, s.args...)
 	require.NoError(t, err)
@@ -90,7 +98,7 @@ func startStandalone(t *testing.T, dataDir string, prev *standalone) *standalone
 	})
 	_, err = p.WaitOutput(regexp.MustCompile(`URL:\s+(\S+)`), 60*time.Second)
 	require.NoError(t, err)
-	require.NoError(t, s.api.WaitHealthy(30*time.Second))
+	require.NoError(t, s.api.WaitReady(30*time.Second))
 	require.NoError(t, s.api.Login("admin", adminPassword))
 	return s
 }

@@ -20,7 +20,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/health"
 	"github.com/cronix/cronix/internal/tlsfiles"
+	"github.com/cronix/cronix/metrics"
 	"github.com/cronix/cronix/node/agent"
 	"github.com/cronix/cronix/node/pluginhost"
 	"github.com/cronix/cronix/node/sysinfo"
@@ -69,6 +71,12 @@ type Config struct {
 	Version string
 	// Logger receives the node's logs.
 	Logger *slog.Logger
+	// Metrics records the node's runs and plugins; nil = a registry of the
+	// node's own. On the node's ListenAddr GET /metrics needs the node token.
+	Metrics *metrics.Metrics
+	// MetricsAddr, when set, serves GET /metrics (plus /healthz and
+	// /readyz) there without authentication, for a Prometheus scraper.
+	MetricsAddr string
 }
 
 // Node is a running node agent.
@@ -82,6 +90,9 @@ type Node struct {
 	agent *agent.Agent
 	sys   *sysinfo.Responder
 	http  *http.Server
+	mhttp *http.Server // the MetricsAddr listener; nil without one
+	maddr string       // its bound address
+	ready *health.Checker
 	wg    sync.WaitGroup
 	once  sync.Once
 }
@@ -107,7 +118,14 @@ func New(cfg Config, etcd *clientv3.Client) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Node{cfg: cfg, etcd: etcd, uuid: id, log: cfg.Logger.With("component", "node", "node", id)}, nil
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
+	n := &Node{cfg: cfg, etcd: etcd, uuid: id, log: cfg.Logger.With("component", "node", "node", id)}
+	n.ready = &health.Checker{}
+	n.ready.Add("etcd", n.checkEtcd)
+	n.AddReadyChecks(n.ready)
+	return n, nil
 }
 
 // UUID is the node's stable id.
@@ -124,7 +142,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	n.host = pluginhost.New(n.cfg.Logger, specs)
+	n.host = pluginhost.New(n.cfg.Logger, specs, pluginhost.Options{Metrics: n.cfg.Metrics})
 	if err := n.host.Start(ctx); err != nil {
 		return fmt.Errorf("node: plugins: %w", err)
 	}
@@ -142,10 +160,9 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		l, scheme = tl, "https"
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"ok"}`))
-	})
+	mux.Handle("GET /healthz", health.LiveHandler())
+	mux.Handle("GET /readyz", n.ready.ReadyHandler())
+	mux.Handle("GET /metrics", requireToken(n.cfg.NodeToken, n.cfg.Metrics.Handler()))
 	// Params validation by the handler plugin, for the servers' job saves.
 	mux.Handle("POST "+ValidatePath, ValidateHandler(n.host, n.cfg.NodeToken, n.cfg.PreviousNodeToken))
 	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -156,6 +173,11 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			n.log.Error("health endpoint stopped", "err", err)
 		}
 	}()
+	if n.cfg.MetricsAddr != "" {
+		if err := n.serveMetrics(); err != nil {
+			return err
+		}
+	}
 	addr := l.Addr().(*net.TCPAddr)
 	ip := n.cfg.AdvertiseIP
 	if ip == "" {
@@ -166,6 +188,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		HTTPClient: n.cfg.HTTPClient,
 		LeaseTTL:   n.cfg.LeaseTTL, OutputCap: n.cfg.OutputCap, ServerURLs: n.cfg.ServerURLs,
 		NodeToken: n.cfg.NodeToken, PreviousNodeToken: n.cfg.PreviousNodeToken, SpoolDir: filepath.Join(n.cfg.DataDir, "spool"), Logger: n.cfg.Logger,
+		Metrics: n.cfg.Metrics,
 	}, n.etcd, n.host)
 	if err != nil {
 		return fmt.Errorf("node: agent: %w", err)
@@ -206,10 +229,12 @@ func (n *Node) Stop() {
 		if n.agent != nil {
 			n.agent.Stop()
 		}
-		if n.http != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_ = n.http.Shutdown(ctx)
-			cancel()
+		for _, srv := range []*http.Server{n.http, n.mhttp} {
+			if srv != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				_ = srv.Shutdown(ctx)
+				cancel()
+			}
 		}
 		if n.host != nil {
 			n.host.Stop()

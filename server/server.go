@@ -18,7 +18,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/health"
 	"github.com/cronix/cronix/internal/tlsfiles"
+	"github.com/cronix/cronix/metrics"
 	"github.com/cronix/cronix/server/alert"
 	"github.com/cronix/cronix/server/api"
 	"github.com/cronix/cronix/server/auth"
@@ -84,6 +86,12 @@ type Config struct {
 	// Alert configures alerting; Store, Logger and BaseURL are filled in
 	// by the server (BaseURL defaults to the advertised URL).
 	Alert alert.Config
+	// Metrics receives the replica's metrics; nil = a registry of its own.
+	// On the API port GET /metrics needs a user token.
+	Metrics *metrics.Metrics
+	// MetricsAddr, when set, serves GET /metrics (plus /healthz and
+	// /readyz) there without authentication, for a Prometheus scraper.
+	MetricsAddr string
 }
 
 // Server is one replica. Start it once; Stop is idempotent.
@@ -98,6 +106,9 @@ type Server struct {
 	http     *http.Server
 	listener net.Listener
 	url      string
+	ready    *health.Checker
+	mhttp    *http.Server // the MetricsAddr listener; nil without one
+	maddr    string
 	leaseMu  sync.Mutex // guards lease: re-registration replaces it
 	lease    clientv3.LeaseID
 
@@ -130,7 +141,14 @@ func New(cfg Config, etcd *clientv3.Client) (*Server, error) {
 	if cfg.DispatchMaxOps <= 0 {
 		cfg.DispatchMaxOps = 128
 	}
-	return &Server{cfg: cfg, etcd: etcd, log: cfg.Logger.With("component", "server")}, nil
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
+	s := &Server{cfg: cfg, etcd: etcd, log: cfg.Logger.With("component", "server"), ready: &health.Checker{}}
+	s.ready.Add("sql", s.checkSQL)
+	s.ready.Add("etcd", s.checkEtcd)
+	s.ready.Add("leader", s.checkLeader)
+	return s, nil
 }
 
 // Start opens the store, raft and the HTTP listener, and registers the
@@ -144,7 +162,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 
-	if s.store, err = store.Open(ctx, s.cfg.DSN); err != nil {
+	if s.store, err = store.Open(ctx, s.cfg.DSN, store.WithQueryObserver(s.cfg.Metrics.ObserveSQL)); err != nil {
 		return fmt.Errorf("server: opening database: %w", err)
 	}
 	if s.adminCreated, s.adminPassword, err = auth.EnsureAdmin(ctx, s.store, s.cfg.AdminPassword); err != nil {
@@ -157,6 +175,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	})
 	if err != nil {
 		return fmt.Errorf("server: raft: %w", err)
+	}
+	if err := s.registerCollectors(); err != nil {
+		return err
 	}
 
 	s.listener, err = net.Listen("tcp", s.cfg.HTTPAddr)
@@ -191,6 +212,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			Location: s.cfg.Location, Logger: s.cfg.Logger, Catalog: cat}),
 		Cluster: s.raft, Alerts: s.alerts, Security: s.alerts, NodeTLS: s.cfg.NodeTLS, Catalog: cat,
 		SessionIdleTimeout: s.cfg.SessionIdleTimeout, SessionMaxLifetime: s.cfg.SessionMaxLifetime,
+		Ready: s.ready.ReadyHandler(), Metrics: s.cfg.Metrics.Handler(),
 	})
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	s.wg.Add(1)
@@ -208,7 +230,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	disp := dispatch.New(s.etcd, s.cfg.Keys, s.cfg.ID, ring, dispatch.WithMaxOps(s.cfg.DispatchMaxOps))
 	sched := scheduler.New(scheduler.Config{
 		Jobs: s.store, Runs: s.store, Cursors: s.raft, Dispatcher: disp, Etcd: s.etcd, Keys: s.cfg.Keys,
-		Location: s.cfg.Location, Logger: s.cfg.Logger,
+		Location: s.cfg.Location, Logger: s.cfg.Logger, Metrics: s.cfg.Metrics,
 		HTTPClient: &http.Client{Transport: nodeTransport(s.cfg.NodeTLS)},
 	})
 	s.raft.OnLeadership(func(ctx context.Context, term uint64) {
@@ -244,6 +266,11 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		s.raft.RunPromoter(ctx, raftha.PromoterConfig{Source: registryProgress{etcd: s.etcd}, Interval: statusInterval})
 	})
 
+	if s.cfg.MetricsAddr != "" {
+		if err := s.serveMetrics(); err != nil {
+			return err
+		}
+	}
 	if err := s.register(ctx, runCtx); err != nil {
 		return err
 	}
@@ -375,10 +402,12 @@ func (s *Server) Stop() {
 		if s.raft != nil {
 			s.raft.Close()
 		}
-		if s.http != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = s.http.Shutdown(ctx)
-			cancel()
+		for _, srv := range []*http.Server{s.http, s.mhttp} {
+			if srv != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_ = srv.Shutdown(ctx)
+				cancel()
+			}
 		}
 		if s.cancel != nil {
 			s.cancel() // ends the registration keepalive (no re-registering from here on)

@@ -194,6 +194,46 @@ func (c *Client) WaitHealthy(timeout time.Duration) error {
 	return fmt.Errorf("not healthy within %s: %w", timeout, last)
 }
 
+// Readiness is the body of GET /readyz.
+type Readiness struct {
+	Status  string            `json:"status"`
+	Checks  map[string]string `json:"checks"`
+	Failing []string          `json:"failing"`
+}
+
+// Ready fetches /readyz: its status code and body.
+func (c *Client) Ready() (int, Readiness, error) {
+	var r Readiness
+	resp, err := c.HTTP.Get(c.Base + "/readyz")
+	if err != nil {
+		return 0, r, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return resp.StatusCode, r, fmt.Errorf("decoding /readyz: %w", err)
+	}
+	return resp.StatusCode, r, nil
+}
+
+// WaitReady polls /readyz until it answers 200 (every readiness check passes).
+func (c *Client) WaitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		code, r, err := c.Ready()
+		switch {
+		case err != nil:
+			last = err
+		case code == http.StatusOK:
+			return nil
+		default:
+			last = fmt.Errorf("readyz %d: failing %v: %v", code, r.Failing, r.Checks)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("not ready within %s: %w", timeout, last)
+}
+
 // Do sends a JSON request and decodes a JSON reply into out (if non-nil).
 // It returns the status code; an error only for transport/decoding faults.
 func (c *Client) Do(method, path string, body, out any) (int, error) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/metrics"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -116,6 +117,9 @@ type Config struct {
 	SpoolDir string
 	// Logger receives the agent's logs; default discards.
 	Logger *slog.Logger
+	// Metrics records runs in flight, finished runs and start lateness;
+	// nil records nothing.
+	Metrics *metrics.Metrics
 	// HTTPClient posts results; default a client with a 30s timeout.
 	HTTPClient *http.Client
 }

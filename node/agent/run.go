@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/metrics"
 	"github.com/cronix/cronix/pluginapi"
 )
 
@@ -49,6 +50,10 @@ func (a *Agent) run(e *execution) {
 	defer e.out.Close()
 
 	started := time.Now().UTC()
+	a.cfg.Metrics.ObserveLateness(metrics.StageStarted, started.Sub(d.ScheduledAt))
+	a.cfg.Metrics.RunStarted(d.Job.Handler)
+	finalStatus := cluster.StatusFailed // unless the fire ends normally
+	defer func() { a.cfg.Metrics.RunFinished(d.Job.Handler, finalStatus) }()
 	if a.starts != nil {
 		if err := a.starts.started(startEntry{FireID: d.FireID, JobID: d.Job.JobID, Trigger: d.Trigger,
 			ScheduledAt: d.ScheduledAt, StartedAt: started}); err != nil {
@@ -117,6 +122,7 @@ func (a *Agent) run(e *execution) {
 	res.Output, res.OutputTruncated = e.out.Result()
 	a.reporter.enqueue(res)
 	reported = true
+	finalStatus = out.status
 	a.finished(d.FireID)
 	a.log.Debug("agent: fire done", "fire_id", d.FireID, "status", res.Status, "attempts", res.Attempt,
 		"latency_ms", started.Sub(e.received).Milliseconds(), "duration_ms", finished.Sub(started).Milliseconds())

@@ -31,6 +31,7 @@ import (
 
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/internal/hclogslog"
+	"github.com/cronix/cronix/metrics"
 	"github.com/cronix/cronix/pluginapi"
 )
 
@@ -65,6 +66,8 @@ type Options struct {
 	// MinBackoff and MaxBackoff bound the restart backoff, which doubles
 	// per failed restart or quick crash. Defaults 1 s and 30 s.
 	MinBackoff, MaxBackoff time.Duration
+	// Metrics counts plugin process starts and crashes; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 func (o Options) withDefaults() Options {
@@ -559,6 +562,7 @@ func (m *managed) launchLocked(ctx context.Context) error {
 			fmt.Errorf("restarted plugin serves handler %q instead of %q", info.Name, m.info.Name))
 	}
 	m.client, m.handler, m.info, m.stderr, m.startedAt = client, hd, info, stderr, time.Now()
+	m.opts.Metrics.PluginStarted(m.spec.Name)
 	m.status.State, m.status.Reason, m.status.Message, m.status.RetryAt = cluster.PluginLoaded, "", "", nil
 	m.status.Handler, m.status.Version, m.status.Protocol = info.Name, info.Version, client.NegotiatedVersion()
 	return nil
@@ -620,6 +624,7 @@ func (m *managed) retireLocked(client *goplugin.Client, cause error) {
 	}
 	m.client = nil
 	client.Kill() // idempotent; reaps the process and go-plugin's goroutines
+	m.opts.Metrics.PluginCrashed(m.spec.Name)
 	if time.Since(m.startedAt) < m.opts.CrashWindow {
 		m.quickCrashes++
 	} else {

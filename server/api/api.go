@@ -24,6 +24,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/health"
 	"github.com/cronix/cronix/server/alert"
 	"github.com/cronix/cronix/server/auth"
 	"github.com/cronix/cronix/server/authz"
@@ -100,7 +101,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// UI serves "/" and every path outside /api and /healthz; nil serves a
+	// UI serves "/" and every path outside /api, /healthz, /readyz and /metrics; nil serves a
 	// short HTML page at "/".
 	UI http.Handler
 	// Compat serves the xxl-job-compatible admin API (/jobinfo/*, /jobgroup/*); nil = not served.
@@ -118,6 +119,12 @@ type Config struct {
 	// Catalog is the handler catalog jobs are validated against; nil
 	// builds one over Store and Etcd without built-in handlers.
 	Catalog *catalog.Catalog
+	// Ready serves GET /readyz (see health.Checker.ReadyHandler); nil
+	// answers ready with no checks.
+	Ready http.Handler
+	// Metrics serves GET /metrics to an authenticated user (the
+	// Prometheus exposition); nil answers 404.
+	Metrics http.Handler
 }
 
 // catalog is Catalog, or one over Store and Etcd.
@@ -165,9 +172,11 @@ type server struct {
 	validateClient *http.Client
 	compat         http.Handler
 	catalog        *catalog.Catalog
+	ready          http.Handler
+	metrics        http.Handler
 }
 
-// New returns the HTTP handler serving /healthz, /api/v1 and the UI. It
+// New returns the HTTP handler serving /healthz, /readyz, /metrics, /api/v1 and the UI. It
 // panics if cfg.Validate fails: that is a wiring mistake, caught at startup.
 func New(cfg Config) http.Handler {
 	if err := cfg.Validate(); err != nil {
@@ -190,6 +199,11 @@ func New(cfg Config) http.Handler {
 		nodeTLS:   cfg.NodeTLS,
 		compat:    cfg.Compat,
 		catalog:   cfg.catalog(),
+		ready:     cfg.Ready,
+		metrics:   cfg.Metrics,
+	}
+	if s.ready == nil {
+		s.ready = (&health.Checker{}).ReadyHandler()
 	}
 	if s.throttle == nil {
 		s.throttle = &auth.Throttle{}
@@ -219,7 +233,8 @@ func New(cfg Config) http.Handler {
 	router := s.routes()
 	front := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
-		if p == "/healthz" || p == "/api" || strings.HasPrefix(p, "/api/") || (cfg.Compat != nil && isCompatPath(p)) {
+		if p == "/healthz" || p == "/readyz" || p == "/metrics" || p == "/api" || strings.HasPrefix(p, "/api/") ||
+			(cfg.Compat != nil && isCompatPath(p)) {
 			router.ServeHTTP(w, r)
 			return
 		}
@@ -228,16 +243,18 @@ func New(cfg Config) http.Handler {
 	return s.logRequests(front)
 }
 
-// routes builds the router of /healthz, /api and the compat API. Every
-// route passes through authorize, which checks it against authz.Routes:
-// a new route needs its line there (see server/authz).
+// routes builds the router of /healthz, /readyz, /metrics, /api and the
+// compat API. Every route passes through authorize, which checks it against
+// authz.Routes: a new route needs its line there (see server/authz).
 func (s *server) routes() *mux.Router {
 	r := mux.NewRouter()
 	r.NotFoundHandler = s.handle(func(http.ResponseWriter, *http.Request) error { return errRouteNotFound })
 	r.MethodNotAllowedHandler = s.handle(func(http.ResponseWriter, *http.Request) error { return errMethodNotAllowed })
 	r.Use(s.authorize)
 
-	r.Handle("/healthz", s.handle(s.healthz)).Methods(http.MethodGet, http.MethodHead)
+	r.Handle("/healthz", health.LiveHandler()).Methods(http.MethodGet, http.MethodHead)
+	r.Handle("/readyz", s.readyHandler()).Methods(http.MethodGet, http.MethodHead)
+	r.Handle("/metrics", s.user(MaxBodyBytes, s.serveMetrics)).Methods(http.MethodGet)
 
 	const v1 = "/api/v1"
 	r.Handle(v1+"/auth/login", s.body(MaxBodyBytes, s.handle(s.login))).Methods(http.MethodPost)
@@ -328,8 +345,25 @@ func (s *server) node(h handlerFunc) http.Handler {
 	return s.handle(h)
 }
 
-func (s *server) healthz(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+// readyHandler is the configured readiness handler (set in New; the route
+// tests build a server without one).
+func (s *server) readyHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.ready == nil {
+			health.LiveHandler().ServeHTTP(w, r)
+			return
+		}
+		s.ready.ServeHTTP(w, r)
+	})
+}
+
+// serveMetrics handles GET /metrics on the API port, for a logged-in user.
+// An unauthenticated scrape uses the separate --metrics-addr listener.
+func (s *server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
+	if s.metrics == nil {
+		return errRouteNotFound
+	}
+	s.metrics.ServeHTTP(w, r)
 	return nil
 }
 
@@ -339,7 +373,7 @@ const defaultUIPage = `<!doctype html>
 <h1>Cronix</h1>
 <p>The web UI is not built into this binary. The REST API is served under <code>/api/v1</code>;
 it is documented in <code>docs/api.md</code> of the source tree.</p>
-<p>Health: <a href="/healthz">/healthz</a></p>
+<p>Health: <a href="/healthz">/healthz</a>, readiness: <a href="/readyz">/readyz</a></p>
 </body></html>
 `
 

@@ -18,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/auth"
 	"go.etcd.io/etcd/server/v3/embed"
+	"google.golang.org/grpc"
 )
 
 // Config says where the embedded etcd keeps its data and listens.
@@ -189,9 +190,10 @@ func (e *Etcd) enableAuth(ctx context.Context) error {
 func (e *Etcd) Endpoint() string { return e.endpoint }
 
 // Client opens a new client to this server, authenticated as root when
-// auth is on; the caller closes it. It does not speak TLS: a server started
+// auth is on, with extra gRPC dial options (e.g. metrics interceptors);
+// the caller closes it. It does not speak TLS: a server started
 // with CertFile is for other processes.
-func (e *Etcd) Client() (*clientv3.Client, error) {
+func (e *Etcd) Client(opts ...grpc.DialOption) (*clientv3.Client, error) {
 	if strings.HasPrefix(e.endpoint, "https:") {
 		return nil, errors.New("embedetcd: Client does not speak TLS; connect with a TLS client config")
 	}
@@ -200,6 +202,7 @@ func (e *Etcd) Client() (*clientv3.Client, error) {
 		// Generous: with auth on, dialing authenticates (a bcrypt check).
 		DialTimeout: 30 * time.Second,
 		Logger:      nopLogger(),
+		DialOptions: opts,
 	}
 	if e.password != "" {
 		cc.Username, cc.Password = RootUser, e.password

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -34,8 +35,12 @@ type Node struct {
 	notifyCh    chan bool
 	closeCh     chan struct{}
 	monitorDone chan struct{}
-	closeOnce   sync.Once
-	closeErr    error
+	observeDone chan struct{}
+	observer    *raft.Observer
+	// leaderChanges counts raft leader observations.
+	leaderChanges atomic.Uint64
+	closeOnce     sync.Once
+	closeErr      error
 
 	mu        sync.Mutex
 	callbacks []func(ctx context.Context, term uint64)
@@ -63,6 +68,7 @@ func Open(cfg Config) (*Node, error) {
 		notifyCh:    make(chan bool, 16),
 		closeCh:     make(chan struct{}),
 		monitorDone: make(chan struct{}),
+		observeDone: make(chan struct{}),
 	}
 	hl := hclogslog.New(cfg.Logger, "raft")
 	ok := false
@@ -131,6 +137,7 @@ func Open(cfg Config) (*Node, error) {
 	n.raft = r
 	ok = true
 	go n.monitor()
+	n.startLeaderObserver()
 	n.log.Info("raft started", "id", cfg.ID, "addr", string(trans.LocalAddr()), "dir", cfg.Dir,
 		"existing_state", existing)
 	return n, nil
@@ -186,8 +193,10 @@ func (n *Node) Close() error {
 		if err := n.raft.Shutdown().Error(); err != nil {
 			errs = append(errs, fmt.Errorf("raftha: shutdown: %w", err))
 		}
+		n.raft.DeregisterObserver(n.observer)
 		close(n.closeCh)
 		<-n.monitorDone
+		<-n.observeDone
 		n.sessions.Wait()
 		errs = append(errs, n.closeResources())
 		n.closeErr = errors.Join(errs...)

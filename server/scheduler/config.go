@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/metrics"
 	"github.com/cronix/cronix/server/dispatch"
 	"github.com/cronix/cronix/server/store"
 )
@@ -104,6 +105,8 @@ type Config struct {
 	BeatTimeout time.Duration
 	// HTTPClient sends the beats; nil = a plain http.Client.
 	HTTPClient *http.Client
+	// Metrics records fires, dispatch batches and lateness; nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 func (c *Config) setDefaults() {

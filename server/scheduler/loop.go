@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/metrics"
 	"github.com/cronix/cronix/server/dispatch"
 	"github.com/cronix/cronix/server/schedule"
 	"github.com/cronix/cronix/server/store"
@@ -429,6 +430,7 @@ func (l *loop) commit(ctx context.Context) error {
 		for _, id := range inserted {
 			isNew[id] = true
 		}
+		replayed := 0
 		for _, f := range l.pending {
 			if f.stage != stageNew {
 				continue
@@ -437,8 +439,10 @@ func (l *loop) commit(ctx context.Context) error {
 				f.stage = stageRecorded
 			} else {
 				f.stage = stageReplayed
+				replayed++
 			}
 		}
+		l.cfg.Metrics.Fired(metrics.FireReplayed, replayed)
 	}
 	if err := l.checkReplays(ctx); err != nil {
 		l.failed(ctx, "check replayed fires", err)
@@ -460,7 +464,9 @@ func (l *loop) commit(ctx context.Context) error {
 		items = append(items, *f.item)
 		sent = append(sent, f)
 	}
+	l.cfg.Metrics.Fired(metrics.FireNoTarget, notSent)
 	if len(items) > 0 {
+		dispatchStart := l.clock.Now()
 		err := l.cfg.Dispatcher.Dispatch(ctx, l.term, items)
 		if err != nil {
 			for _, f := range sent[:min(dispatch.Committed(err), len(sent))] {
@@ -472,9 +478,13 @@ func (l *loop) commit(ctx context.Context) error {
 			l.failed(ctx, "dispatch", err)
 			return nil
 		}
+		dispatched := l.clock.Now()
 		for _, f := range sent {
 			f.stage = stageDispatched
+			l.cfg.Metrics.ObserveLateness(metrics.StageDispatched, dispatched.Sub(f.run.ScheduledAt))
 		}
+		l.cfg.Metrics.ObserveDispatch(len(items), dispatched.Sub(dispatchStart))
+		l.cfg.Metrics.Fired(metrics.FireDispatched, len(items))
 	}
 
 	// One raft entry: cursors, route state, deleted jobs.

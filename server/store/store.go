@@ -30,10 +30,17 @@ type Store struct {
 //	sqlite:///abs/path/cronix.db   or a bare file path (SQLite)
 //	postgres://user@host:5432/db?sslmode=disable
 //	mysql://user:pass@tcp(host:3306)/db?parseTime=true   (go-sql-driver DSN after "mysql://")
-func Open(ctx context.Context, dsn string) (*Store, error) {
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	db, dialect, err := openDB(ctx, dsn)
 	if err != nil {
 		return nil, err
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.observe != nil {
+		db = db.WithQueryHook(queryHook(o)) // a clone sharing the connection pool
 	}
 	s := &Store{db: db, dialect: dialect}
 	if err := s.migrate(ctx); err != nil {
@@ -41,6 +48,39 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	observe func(operation string, d time.Duration)
+}
+
+// WithQueryObserver calls observe after every SQL statement with its
+// operation (SELECT, INSERT, ...) and duration, e.g. for metrics. observe
+// must be cheap and must not block.
+func WithQueryObserver(observe func(operation string, d time.Duration)) Option {
+	return func(o *options) { o.observe = observe }
+}
+
+// queryHook feeds a query observer.
+type queryHook struct {
+	observe func(operation string, d time.Duration)
+}
+
+func (h queryHook) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+
+func (h queryHook) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	h.observe(e.Operation(), time.Since(e.StartTime))
+}
+
+// Ping checks that the database answers (readiness).
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("store: ping %s: %w", s.dialect, err)
+	}
+	return nil
 }
 
 // Close closes the database.

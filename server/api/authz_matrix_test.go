@@ -244,6 +244,10 @@ func (m *matrix) build(key, p, side string) (request, string) {
 	switch key {
 	case "GET /healthz", "HEAD /healthz":
 		return request{path: "/healthz"}, cred
+	case "GET /readyz", "HEAD /readyz":
+		return request{path: "/readyz"}, cred
+	case "GET /metrics":
+		return request{path: "/metrics"}, cred
 	case "GET /api/v1/openapi.json":
 		return request{path: "/api/v1/openapi.json"}, cred
 	case "POST /api/v1/auth/login":
@@ -428,6 +432,7 @@ func newMatrix(t *testing.T) *matrix {
 	require.NoError(t, err)
 	m.srv = httptest.NewServer(api.New(api.Config{Store: st, Etcd: cli, Keys: keys, Location: time.UTC,
 		NodeToken: nodeToken, Cluster: fc, Logger: slog.New(slog.DiscardHandler), Alerts: alerts,
+		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("# metrics\n")) }),
 		Compat: compat.New(compat.Config{Store: st, Etcd: cli, Keys: keys, Location: time.UTC})}))
 	t.Cleanup(m.srv.Close)
 	answerSystemInfo(t, ctx, cli, keys)

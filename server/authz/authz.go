@@ -96,8 +96,13 @@ func Allows(role string, a Action) bool {
 // per route (see the package doc). "* /prefix/" entries are catch-alls of
 // a path prefix.
 var Routes = map[string]Rule{
-	"GET /healthz":               {Action: Public},
-	"HEAD /healthz":              {Action: Public},
+	"GET /healthz":  {Action: Public},
+	"HEAD /healthz": {Action: Public},
+	"GET /readyz":   {Action: Public},
+	"HEAD /readyz":  {Action: Public},
+	// Prometheus metrics on the API port need any login or API token; the
+	// separate --metrics-addr listener serves them without one.
+	"GET /metrics":               {Action: Self},
 	"GET /api/v1/openapi.json":   {Action: Public},
 	"POST /api/v1/auth/login":    {Action: Public},
 	"POST /api/v1/auth/logout":   {Action: Self},

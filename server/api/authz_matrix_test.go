@@ -433,7 +433,7 @@ func newMatrix(t *testing.T) *matrix {
 	m.srv = httptest.NewServer(api.New(api.Config{Store: st, Etcd: cli, Keys: keys, Location: time.UTC,
 		NodeToken: nodeToken, Cluster: fc, Logger: slog.New(slog.DiscardHandler), Alerts: alerts,
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("# metrics\n")) }),
-		Compat: compat.New(compat.Config{Store: st, Etcd: cli, Keys: keys, Location: time.UTC})}))
+		Compat:  compat.New(compat.Config{Store: st, Etcd: cli, Keys: keys, Location: time.UTC})}))
 	t.Cleanup(m.srv.Close)
 	answerSystemInfo(t, ctx, cli, keys)
 

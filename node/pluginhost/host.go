@@ -18,6 +18,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"io"
 	"log/slog"
 	"os"
@@ -539,8 +541,11 @@ func (m *managed) launchLocked(ctx context.Context) error {
 	infoCtx, cancel := context.WithTimeoutCause(ctx, m.opts.DescribeTimeout,
 		fmt.Errorf("no answer to Info within %s", m.opts.DescribeTimeout))
 	info, err := hd.Info(infoCtx)
-	if err != nil && infoCtx.Err() != nil && ctx.Err() == nil {
-		err = context.Cause(infoCtx)
+	// The plugin side's deadline can expire a moment before ours: a
+	// deadline error while the caller's ctx is alive is our timeout too.
+	if err != nil && ctx.Err() == nil && (infoCtx.Err() != nil || errors.Is(err, context.DeadlineExceeded) ||
+		status.Code(err) == codes.DeadlineExceeded) {
+		err = fmt.Errorf("no answer to Info within %s", m.opts.DescribeTimeout)
 	}
 	cancel()
 	if err != nil {

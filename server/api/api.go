@@ -208,12 +208,7 @@ func New(cfg Config) http.Handler {
 	if s.throttle == nil {
 		s.throttle = &auth.Throttle{}
 	}
-	s.validateClient = &http.Client{Transport: &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: pluginValidateTimeout}).DialContext,
-		MaxIdleConnsPerHost: 2,
-		IdleConnTimeout:     90 * time.Second,
-		TLSClientConfig:     s.nodeTLS,
-	}}
+	s.validateClient = newValidateClient(s.nodeTLS)
 	if s.loc == nil {
 		s.loc = time.Local
 	}
@@ -456,4 +451,15 @@ func Routes() ([]string, error) {
 		return nil
 	})
 	return out, err
+}
+
+// newValidateClient is the client that calls nodes' validate endpoints:
+// direct (no proxy), bounded dial, the nodes' TLS settings.
+func newValidateClient(nodeTLS *tls.Config) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: pluginValidateTimeout}).DialContext,
+		MaxIdleConnsPerHost: 2,
+		IdleConnTimeout:     90 * time.Second,
+		TLSClientConfig:     nodeTLS,
+	}}
 }

@@ -783,7 +783,8 @@ func NewJobs(cfg Config) *Jobs {
 		panic(err)
 	}
 	s := &server{store: cfg.Store, etcd: cfg.Etcd, keys: cfg.Keys, loc: cfg.Location, log: cfg.Logger, now: cfg.Now,
-		nodeToken: cfg.NodeToken, catalog: cfg.catalog()}
+		nodeToken: cfg.NodeToken, catalog: cfg.catalog(), nodeTLS: cfg.NodeTLS}
+	s.validateClient = newValidateClient(s.nodeTLS)
 	if s.loc == nil {
 		s.loc = time.Local
 	}

@@ -215,10 +215,23 @@ func (s *server) removeClusterServer(w http.ResponseWriter, r *http.Request) err
 	if s.cluster == nil {
 		return errNoCluster
 	}
-	if err := s.cluster.RemoveServer(r.Context(), mux.Vars(r)["id"]); err != nil {
+	id := mux.Vars(r)["id"]
+	// The audit entry names the address the removed member had, so the
+	// log says which server left, not only under which id.
+	removed := AddServerRequest{ID: id}
+	if st, err := s.cluster.Status(); err == nil {
+		for _, m := range st.Servers {
+			if m.ID == id {
+				removed.Address = m.Address
+			}
+		}
+	}
+	if err := s.cluster.RemoveServer(r.Context(), id); err != nil {
 		return s.membershipError(err)
 	}
-	setAudit(r.Context(), func(a *auditRecord) { a.action, a.objectType = "delete", "cluster_server" })
+	setAudit(r.Context(), func(a *auditRecord) {
+		a.action, a.objectType, a.objectID, a.diff = "delete", "cluster_server", id, removed
+	})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -149,6 +149,22 @@ func TestClusterStatus(t *testing.T) {
 	require.Equal(t, []string{"s4=127.0.0.1:7004"}, fc.added)
 	require.Equal(t, []string{"s3"}, fc.removed)
 	fc.mu.Unlock()
+
+	// Both changes are audited: who, from where, which server and its
+	// raft address. The refused requests (not leader, bad input, unknown
+	// id) are not.
+	entries, total, err := b.store.FindAudit(b.ctx, store.AuditFilter{ObjectType: "cluster_server"}, store.Page{Page: 1, PageSize: 10})
+	require.NoError(t, err)
+	require.Equal(t, 2, total)
+	type change struct{ user, address, action, id, diff string }
+	var got2 []change
+	for _, e := range entries {
+		got2 = append(got2, change{e.Username, e.Address, e.Action, e.ObjectID, string(e.Diff)})
+	}
+	require.ElementsMatch(t, []change{
+		{"admin", "127.0.0.1", "create", "s4", `{"id":"s4","address":"127.0.0.1:7004"}`},
+		{"admin", "127.0.0.1", "delete", "s3", `{"id":"s3","address":"127.0.0.1:7003"}`},
+	}, got2)
 }
 
 func TestClusterWithoutRaft(t *testing.T) {

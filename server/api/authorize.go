@@ -79,7 +79,7 @@ func (s *server) authorize(next http.Handler) http.Handler {
 		e := &store.AuditEntry{UserID: p.UserID, Username: p.Username, Address: clientAddress(r),
 			Action: rec.action, ObjectType: rec.objectType, ObjectID: rec.objectID}
 		if rec.diff != nil {
-			b, err := json.Marshal(rec.diff)
+			b, err := redactJSON(rec.diff)
 			if err == nil {
 				e.Diff = b
 			}

@@ -35,6 +35,10 @@ import (
 	"github.com/cronix/cronix/ui"
 )
 
+// triggerRunWait is how long POST /api/v1/jobs/{id}/trigger waits for the
+// leader to record the run, so its reply carries the run id.
+const triggerRunWait = time.Second
+
 // Config configures one server replica.
 type Config struct {
 	// ID uniquely names this replica in raft and in the leader fence.
@@ -212,7 +216,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			Location: s.cfg.Location, Logger: s.cfg.Logger, Catalog: cat}),
 		Cluster: s.raft, Alerts: s.alerts, Security: s.alerts, NodeTLS: s.cfg.NodeTLS, Catalog: cat,
 		SessionIdleTimeout: s.cfg.SessionIdleTimeout, SessionMaxLifetime: s.cfg.SessionMaxLifetime,
-		Ready: s.ready.ReadyHandler(), Metrics: s.cfg.Metrics.Handler(),
+		Ready: s.ready.ReadyHandler(), Metrics: s.cfg.Metrics.Handler(), TriggerRunWait: triggerRunWait,
 	})
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	s.wg.Add(1)

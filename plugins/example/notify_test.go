@@ -21,11 +21,12 @@ import (
 const module = "github.com/cronix/cronix"
 
 // TestImportsOnlyThePluginSDK proves the example is a true third-party
-// plugin: of this module it may import pluginapi (and its subpackages)
-// only, tests included.
+// plugin: of the Cronix module it may import pluginapi (and its
+// subpackages) only, tests included. It lists ".", so it holds in the
+// repository and in a module of your own that copied this template.
 func TestImportsOnlyThePluginSDK(t *testing.T) {
 	t.Parallel()
-	out, err := exec.Command("go", "list", "-deps", "-test", module+"/plugins/example").CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", "-test", ".").CombinedOutput()
 	require.NoError(t, err, "go list: %s", out)
 	var foreign []string
 	seenSDK := false

@@ -55,6 +55,7 @@ type Store interface {
 	ApplyResults(ctx context.Context, results []cluster.RunResult) error
 	ApplyResultsFinished(ctx context.Context, results []cluster.RunResult) ([]store.Finished, error)
 	GetRun(ctx context.Context, id int64) (*store.Run, error)
+	RunByFireID(ctx context.Context, fireID string) (*store.Run, error)
 	ListRuns(ctx context.Context, jobID int64, p store.Page) ([]store.Run, int, error)
 	FindRuns(ctx context.Context, f store.RunFilter, p store.Page) ([]store.Run, int, error)
 
@@ -125,6 +126,10 @@ type Config struct {
 	// Metrics serves GET /metrics to an authenticated user (the
 	// Prometheus exposition); nil answers 404.
 	Metrics http.Handler
+	// TriggerRunWait is how long POST /api/v1/jobs/{id}/trigger waits for
+	// the leader to record the run, so the reply can carry its run_id; 0
+	// answers at once with the fire id only.
+	TriggerRunWait time.Duration
 }
 
 // catalog is Catalog, or one over Store and Etcd.
@@ -143,6 +148,9 @@ func (c Config) Validate() error {
 	}
 	if c.Etcd == nil {
 		errs = append(errs, errors.New("api: Config.Etcd is required"))
+	}
+	if c.TriggerRunWait < 0 {
+		errs = append(errs, errors.New("api: Config.TriggerRunWait must not be negative"))
 	}
 	if c.SessionIdleTimeout < 0 || c.SessionMaxLifetime < 0 {
 		errs = append(errs, errors.New("api: Config.SessionIdleTimeout and SessionMaxLifetime must not be negative"))
@@ -174,6 +182,7 @@ type server struct {
 	catalog        *catalog.Catalog
 	ready          http.Handler
 	metrics        http.Handler
+	triggerWait    time.Duration // see Config.TriggerRunWait
 }
 
 // New returns the HTTP handler serving /healthz, /readyz, /metrics, /api/v1 and the UI. It
@@ -183,24 +192,25 @@ func New(cfg Config) http.Handler {
 		panic(err)
 	}
 	s := &server{
-		store:     cfg.Store,
-		etcd:      cfg.Etcd,
-		keys:      cfg.Keys,
-		loc:       cfg.Location,
-		nodeToken: cfg.NodeToken,
-		sessions:  &auth.Sessions{Store: cfg.Store, IdleTimeout: cfg.SessionIdleTimeout, MaxLifetime: cfg.SessionMaxLifetime},
-		throttle:  cfg.Throttle,
-		prevToken: cfg.PreviousNodeToken,
-		log:       cfg.Logger,
-		now:       cfg.Now,
-		cluster:   cfg.Cluster,
-		alerts:    cfg.Alerts,
-		security:  cfg.Security,
-		nodeTLS:   cfg.NodeTLS,
-		compat:    cfg.Compat,
-		catalog:   cfg.catalog(),
-		ready:     cfg.Ready,
-		metrics:   cfg.Metrics,
+		store:       cfg.Store,
+		etcd:        cfg.Etcd,
+		keys:        cfg.Keys,
+		loc:         cfg.Location,
+		nodeToken:   cfg.NodeToken,
+		sessions:    &auth.Sessions{Store: cfg.Store, IdleTimeout: cfg.SessionIdleTimeout, MaxLifetime: cfg.SessionMaxLifetime},
+		throttle:    cfg.Throttle,
+		prevToken:   cfg.PreviousNodeToken,
+		log:         cfg.Logger,
+		now:         cfg.Now,
+		cluster:     cfg.Cluster,
+		alerts:      cfg.Alerts,
+		security:    cfg.Security,
+		nodeTLS:     cfg.NodeTLS,
+		compat:      cfg.Compat,
+		triggerWait: cfg.TriggerRunWait,
+		catalog:     cfg.catalog(),
+		ready:       cfg.Ready,
+		metrics:     cfg.Metrics,
 	}
 	if s.ready == nil {
 		s.ready = (&health.Checker{}).ReadyHandler()

@@ -375,11 +375,16 @@ func TestJobLifecycle(t *testing.T) {
 	require.Equal(t, int64(2), got.Revision)
 	require.Equal(t, "0 3 * * *", got.Schedule)
 
-	var accepted api.StatusResponse
+	var accepted api.TriggerResponse
 	b.doJSON(http.MethodPost, path+"/trigger", b.token, nil, http.StatusAccepted, &accepted)
 	require.Equal(t, "accepted", accepted.Status)
 	v, ok := b.etcdValue(b.keys.Once(created.ID))
 	require.True(t, ok)
+	onceKV, err := b.etcd.Get(b.ctx, b.keys.Once(created.ID))
+	require.NoError(t, err)
+	require.Equal(t, cluster.ManualFireID(created.ID, onceKV.Kvs[0].ModRevision), accepted.FireID,
+		"the reply names the fire id the leader will use")
+	require.Nil(t, accepted.RunID, "no TriggerRunWait: no run id")
 	var once cluster.OnceRequest
 	require.NoError(t, json.Unmarshal([]byte(v), &once))
 	require.Empty(t, once.Node)

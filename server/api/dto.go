@@ -350,6 +350,19 @@ type TriggerRequest struct {
 	Params json.RawMessage `json:"params,omitempty"`
 }
 
+// TriggerResponse is the reply to POST /api/v1/jobs/{id}/trigger.
+type TriggerResponse struct {
+	// Status is always "accepted": the leader will fire it.
+	Status string `json:"status"`
+	// FireID is the id the leader fires it with ("<job_id>-m<etcd
+	// revision>"; a SHARDING_BROADCAST job's runs add "-s<shard index>").
+	FireID string `json:"fire_id"`
+	// RunID is the run the leader recorded for FireID, when it did so
+	// before the reply (the server waits up to its TriggerRunWait); omitted
+	// otherwise.
+	RunID *int64 `json:"run_id,omitempty"`
+}
+
 // StatusResponse is a bare {"status": "..."} reply.
 type StatusResponse struct {
 	Status string `json:"status"`

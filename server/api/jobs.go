@@ -476,7 +476,9 @@ func (s *server) listJobs(w http.ResponseWriter, r *http.Request) error {
 }
 
 // triggerJob handles POST /api/v1/jobs/{id}/trigger: a "run once now" request
-// the leader picks up from etcd.
+// the leader picks up from etcd. The reply carries the fire id the leader
+// will use and, when the leader records the run within the server's
+// TriggerRunWait, its run id.
 func (s *server) triggerJob(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r, "job")
 	if err != nil {
@@ -486,33 +488,75 @@ func (s *server) triggerJob(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req, true); err != nil && !errors.Is(err, errEmptyBody) {
 		return err
 	}
-	ctx := r.Context()
-	j, err := s.visibleJob(ctx, id)
+	res, err := s.trigger(r.Context(), id, req, userName(r.Context()))
 	if err != nil {
 		return err
+	}
+	res.RunID = s.waitRun(r.Context(), res.FireID)
+	writeJSON(w, http.StatusAccepted, res)
+	return nil
+}
+
+// trigger validates a run-once-now request of job id and puts its once key.
+func (s *server) trigger(ctx context.Context, id int64, req TriggerRequest, requestedBy string) (TriggerResponse, error) {
+	j, err := s.visibleJob(ctx, id)
+	if err != nil {
+		return TriggerResponse{}, err
 	}
 	req.Node = strings.TrimSpace(req.Node)
 	var nodes []cluster.NodeInfo
 	if req.Node != "" || len(req.Params) > 0 {
 		if nodes, err = s.liveNodes(ctx); err != nil {
-			return err
+			return TriggerResponse{}, err
 		}
 	}
 	if req.Node != "" {
 		if err := checkTarget(nodes, req.Node, j); err != nil {
-			return err
+			return TriggerResponse{}, err
 		}
 	}
 	params, err := s.triggerParams(ctx, nodes, j, req.Params)
 	if err != nil {
-		return err
+		return TriggerResponse{}, err
 	}
-	once := cluster.OnceRequest{Node: req.Node, RequestedAt: s.now().UTC(), Params: params, RequestedBy: userName(ctx)}
-	if err := s.putOnce(ctx, id, once); err != nil {
-		return err
+	once := cluster.OnceRequest{Node: req.Node, RequestedAt: s.now().UTC(), Params: params, RequestedBy: requestedBy}
+	rev, err := s.putOnce(ctx, id, once)
+	if err != nil {
+		return TriggerResponse{}, err
 	}
-	writeJSON(w, http.StatusAccepted, StatusResponse{Status: "accepted"})
-	return nil
+	return TriggerResponse{Status: "accepted", FireID: cluster.ManualFireID(id, rev)}, nil
+}
+
+// triggerRunPoll is how often waitRun looks for the run of a fire.
+const triggerRunPoll = 20 * time.Millisecond
+
+// waitRun returns the id of the run the leader records for fireID, waiting
+// at most s.triggerWait; nil when there is none by then (no wait
+// configured, no leader yet, or a broadcast fire whose runs have shard
+// suffixes).
+func (s *server) waitRun(ctx context.Context, fireID string) *int64 {
+	if s.triggerWait <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.triggerWait)
+	defer cancel()
+	t := time.NewTicker(triggerRunPoll)
+	defer t.Stop()
+	for {
+		run, err := s.store.RunByFireID(ctx, fireID)
+		if err == nil {
+			return &run.ID
+		}
+		if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "looking up a triggered run", slog.String("fire_id", fireID), slog.Any("error", err))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
 }
 
 // triggerParams checks a trigger's params override like a job's params: a
@@ -563,16 +607,19 @@ func checkTarget(nodes []cluster.NodeInfo, node string, j *store.Job) error {
 	return invalidField("node", fmt.Sprintf("no live node %q", node))
 }
 
-// putOnce asks the leader to fire job id once: it puts the once key.
-func (s *server) putOnce(ctx context.Context, id int64, once cluster.OnceRequest) error {
+// putOnce asks the leader to fire job id once: it puts the once key and
+// returns its mod revision (the leader's fire id is cluster.ManualFireID
+// of it).
+func (s *server) putOnce(ctx context.Context, id int64, once cluster.OnceRequest) (int64, error) {
 	b, err := json.Marshal(once)
 	if err != nil {
-		return fmt.Errorf("encode once request: %w", err)
+		return 0, fmt.Errorf("encode once request: %w", err)
 	}
-	if _, err := s.etcd.Put(ctx, s.keys.Once(id), string(b)); err != nil {
-		return fmt.Errorf("put once request of job %d: %w", id, err)
+	resp, err := s.etcd.Put(ctx, s.keys.Once(id), string(b))
+	if err != nil {
+		return 0, fmt.Errorf("put once request of job %d: %w", id, err)
 	}
-	return nil
+	return resp.Header.Revision, nil
 }
 
 // Defaults and limits of the job model fields.
@@ -812,14 +859,16 @@ func (j *Jobs) Update(ctx context.Context, id int64, req JobRequest) (*store.Job
 // Delete deletes job id and its signal key.
 func (j *Jobs) Delete(ctx context.Context, id int64) error { return j.s.removeJob(ctx, id) }
 
-// Trigger asks the leader to fire job id once on its normal routing.
-func (j *Jobs) Trigger(ctx context.Context, id int64, requestedBy string) error {
-	if _, err := j.s.visibleJob(ctx, id); err != nil {
-		return err
-	}
+// Trigger asks the leader to fire job id once: on req.Node, or the job's
+// routing when it is ""; with req.Params instead of the job's params when
+// set (checked like POST /api/v1/jobs/{id}/trigger checks them).
+func (j *Jobs) Trigger(ctx context.Context, id int64, req TriggerRequest, requestedBy string) (TriggerResponse, error) {
 	setAudit(ctx, func(a *auditRecord) { a.objectType, a.objectID = "job", strconv.FormatInt(id, 10) })
-	return j.s.putOnce(ctx, id, cluster.OnceRequest{RequestedAt: j.s.now().UTC(), RequestedBy: requestedBy})
+	return j.s.trigger(ctx, id, req, requestedBy)
 }
+
+// Get returns job id when the caller may see it (else a not-found error).
+func (j *Jobs) Get(ctx context.Context, id int64) (*store.Job, error) { return j.s.visibleJob(ctx, id) }
 
 // LiveNodes returns the registered nodes.
 func (j *Jobs) LiveNodes(ctx context.Context) ([]cluster.NodeInfo, error) { return j.s.liveNodes(ctx) }

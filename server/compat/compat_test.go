@@ -293,10 +293,18 @@ func TestErrorsAndMapping(t *testing.T) {
 		require.NoError(t, err)
 		require.JSONEq(t, c.want, string(j.Params), c.handler)
 		_, out = b.send(http.MethodGet, "/jobinfo/list?jobDesc=测试&executorHandler="+c.handler, nil, false, "xxl")
-		listed := out["data"].([]any)[0].(map[string]any)["executorParam"].(string)
-		if c.handler == "cmd" {
+		row := out["data"].([]any)[0].(map[string]any)
+		listed := row["executorParam"].(string)
+		switch c.handler {
+		case "cmd":
 			require.Equal(t, `/bin/echo 'hello world' 'a b' 'c d'`, listed, "argv quoted back")
-		} else {
+		case "shell":
+			// A shell job is a script: listed as GLUE_SHELL with it as glueSource.
+			require.Equal(t, "GLUE_SHELL", row["glueType"])
+			require.Equal(t, c.param, row["glueSource"])
+			require.Empty(t, listed)
+		default:
+			require.Equal(t, "BEAN", row["glueType"])
 			require.Equal(t, c.param, listed, c.handler)
 		}
 	}

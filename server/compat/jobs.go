@@ -1,12 +1,15 @@
 package compat
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cronix/cronix/server/api"
 	"github.com/cronix/cronix/server/authz"
@@ -93,12 +96,15 @@ func (h *handler) jobList(ctx context.Context, w http.ResponseWriter, p params, 
 	}
 	groups := map[string]int64{}
 	if groupID > 0 {
-		if !u.InGroup(groupID) {
-			return fmt.Errorf("group %d not found: %w", groupID, store.ErrNotFound)
-		}
+		// An unknown group (or one outside the caller's groups) has no
+		// jobs: the list envelope with no rows, as xxl-job answers.
 		g, err := h.store.GetGroup(ctx, groupID)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && !u.InGroup(groupID)) {
+			writeJSON(w, http.StatusOK, PageList[JobInfo]{Data: []JobInfo{}})
+			return nil
+		}
 		if err != nil {
-			return err
+			return fmt.Errorf("read group %d: %w", groupID, err)
 		}
 		f.Group = g.AppName
 		groups[g.AppName] = g.ID
@@ -149,28 +155,92 @@ func jobInfoOf(j *store.Job, groupID int64) JobInfo {
 		AlarmEmail:             strings.Join(j.AlarmEmails, ","),
 		MisfireStrategy:        j.MisfirePolicy,
 		ExecutorRouteStrategy:  j.RouteStrategy,
-		ExecutorHandler:        j.Handler,
 		ExecutorBlockStrategy:  j.BlockStrategy,
 		ExecutorTimeout:        j.TimeoutSeconds,
 		ExecutorFailRetryCount: j.RetryCount,
-		GlueType:               "BEAN",
 		ChildJobID:             joinIDs(j.ChildJobIDs),
 	}
 	if j.Enabled {
 		x.TriggerStatus = 1
 	}
+	x.ScheduleType, x.ScheduleConf, x.JobCron = listedSchedule(j)
+	x.GlueType, x.GlueSource, x.ExecutorHandler, x.ExecutorParam = listedHandler(j.Handler, j.Params)
+	return x
+}
+
+// listedSchedule is how /jobinfo/list shows a job's schedule: scheduleType,
+// scheduleConf and jobCron. A cron expression (Quartz, standard 5/6-field
+// or a macro) is CRON; fixed_rate and "@every" are FIX_RATE in seconds, as
+// xxl-job; fixed_delay is FIX_DELAY in seconds; once is ONCE; none is NONE.
+// jobRequest reads every one of them back, and keeps the stored schedule
+// when it gets back what this shows.
+func listedSchedule(j *store.Job) (typ, conf, jobCron string) {
 	switch j.ScheduleType {
 	case schedule.TypeCron, "":
-		x.ScheduleType, x.ScheduleConf, x.JobCron = "CRON", j.Schedule, j.Schedule
+		if d, ok := everySeconds(j.Schedule); ok {
+			return "FIX_RATE", d, ""
+		}
+		return "CRON", j.Schedule, j.Schedule
 	case schedule.TypeFixedRate:
-		x.ScheduleType, x.ScheduleConf = "FIX_RATE", j.Schedule
+		return "FIX_RATE", seconds(j.ScheduleType, j.Schedule), ""
+	case schedule.TypeFixedDelay:
+		return "FIX_DELAY", seconds(j.ScheduleType, j.Schedule), ""
 	case schedule.TypeNone:
-		x.ScheduleType = "NONE"
+		return "NONE", "", ""
 	default:
-		x.ScheduleType, x.ScheduleConf = strings.ToUpper(j.ScheduleType), j.Schedule
+		return strings.ToUpper(j.ScheduleType), j.Schedule, ""
 	}
-	x.ExecutorParam = executorParamOf(j.Handler, j.Params)
-	return x
+}
+
+// everySeconds reads "@every <interval>" as whole seconds.
+func everySeconds(expr string) (string, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(expr), "@every")
+	if !ok || (rest != "" && rest[0] != ' ' && rest[0] != '\t') {
+		return "", false
+	}
+	s := seconds(schedule.TypeFixedRate, rest)
+	return s, s != ""
+}
+
+// seconds writes an interval (a duration or a number of seconds) as whole
+// seconds; an interval that does not parse is returned as it is.
+func seconds(typ, interval string) string {
+	interval = strings.TrimSpace(interval)
+	if _, err := strconv.ParseInt(interval, 10, 64); err == nil {
+		return interval
+	}
+	s, err := schedule.Parse(typ, interval, "UTC", time.UTC)
+	if err != nil {
+		return interval
+	}
+	now := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	next := s.Next(now)
+	if next.IsZero() {
+		return interval
+	}
+	return strconv.FormatInt(int64(next.Sub(now)/time.Second), 10)
+}
+
+// listedHandler is how /jobinfo/list shows a job's handler and params:
+// glueType, glueSource, executorHandler and executorParam. A shell job is
+// GLUE_SHELL with its script as glueSource and its other params
+// (interpreter, env) as a JSON object in executorParam ("" when none);
+// every other job is BEAN, with executorParam in its handler's text form
+// when that reads back to the same params, else the params' JSON.
+func listedHandler(handler string, params json.RawMessage) (glue, source, name, param string) {
+	if handler == "shell" {
+		var m map[string]json.RawMessage
+		var script string
+		if json.Unmarshal(params, &m) == nil && json.Unmarshal(m["script"], &script) == nil && script != "" {
+			delete(m, "script")
+			if len(m) > 0 {
+				b, _ := json.Marshal(m)
+				param = string(b)
+			}
+			return "GLUE_SHELL", script, handler, param
+		}
+	}
+	return "BEAN", "", handler, executorParamOf(handler, params)
 }
 
 func joinIDs(ids []int64) string {
@@ -238,48 +308,121 @@ func (h *handler) jobRequest(ctx context.Context, p params, base *store.Job) (ap
 		req.Enabled = &enabled
 	}
 
-	// Schedule: scheduleType + scheduleConf (xxl-job 2.3) or jobCron (2.2).
-	switch typ := strings.ToUpper(p.str("scheduleType")); typ {
+	if err := h.requestSchedule(p, base, &req); err != nil {
+		return req, err
+	}
+	if err := requestHandler(p, base, &req); err != nil {
+		return req, err
+	}
+	return req, nil
+}
+
+// requestSchedule sets req's schedule from scheduleType + scheduleConf
+// (xxl-job 2.3) or jobCron (2.2). A schedule sent back as /jobinfo/list
+// shows base's keeps base's schedule as it is.
+func (h *handler) requestSchedule(p params, base *store.Job, req *api.JobRequest) error {
+	typ := strings.ToUpper(p.str("scheduleType"))
+	conf := p.str("scheduleConf")
+	if typ == "" || typ == "CRON" {
+		if conf == "" {
+			conf = p.str("jobCron")
+		}
+	}
+	if base != nil {
+		bt, bc, _ := listedSchedule(base)
+		if (typ == bt || (typ == "" && bt == "CRON")) && strings.Join(strings.Fields(conf), " ") == strings.Join(strings.Fields(bc), " ") {
+			req.ScheduleType, req.Schedule = base.ScheduleType, base.Schedule
+			return nil
+		}
+	}
+	switch typ {
 	case "", "CRON":
-		expr := p.str("scheduleConf")
-		if expr == "" {
-			expr = p.str("jobCron")
+		if conf == "" {
+			return invalid("jobCron is required")
 		}
-		if expr == "" {
-			return req, invalid("jobCron is required")
+		if n := len(strings.Fields(conf)); n == 6 || n == 7 {
+			// xxl-job's cron is Quartz's.
+			if _, err := schedule.ParseQuartz(conf, h.loc); err != nil {
+				return invalid("jobCron %q is not a valid Quartz cron expression: %v", conf, err)
+			}
+			req.ScheduleType, req.Schedule = schedule.TypeCron, quartzForm(conf)
+			return nil
 		}
-		if _, err := schedule.ParseQuartz(expr, h.loc); err != nil {
-			return req, invalid("jobCron %q is not a valid Quartz cron expression: %v", expr, err)
+		// Cronix's other cron forms: 5-field standard cron and macros.
+		if _, err := schedule.Parse(schedule.TypeCron, conf, "", h.loc); err != nil {
+			return invalid("jobCron %q is not a valid cron expression: %v", conf, err)
 		}
-		req.ScheduleType, req.Schedule = schedule.TypeCron, quartzForm(expr)
+		req.ScheduleType, req.Schedule = schedule.TypeCron, conf
 	case "FIX_RATE":
-		req.ScheduleType, req.Schedule = schedule.TypeFixedRate, p.str("scheduleConf")
+		req.ScheduleType, req.Schedule = schedule.TypeFixedRate, conf
+	case "FIX_DELAY", "FIXED_DELAY":
+		req.ScheduleType, req.Schedule = schedule.TypeFixedDelay, conf
+	case "ONCE":
+		req.ScheduleType, req.Schedule = schedule.TypeOnce, conf
 	case "NONE":
 		req.ScheduleType, req.Schedule = schedule.TypeNone, ""
 	default:
-		return req, invalid("unknown scheduleType %q (one of CRON, FIX_RATE, NONE)", typ)
+		return invalid("unknown scheduleType %q (one of CRON, FIX_RATE, FIX_DELAY, ONCE, NONE)", typ)
 	}
+	return nil
+}
 
-	// Handler and params.
-	switch glue := strings.ToUpper(p.str("glueType")); glue {
+// requestHandler sets req's handler and params from glueType,
+// executorHandler, executorParam and glueSource. A handler sent back as
+// /jobinfo/list shows base's keeps base's params as they are.
+func requestHandler(p params, base *store.Job, req *api.JobRequest) error {
+	glue := strings.ToUpper(p.str("glueType"))
+	if base != nil {
+		bg, bs, bh, bp := listedHandler(base.Handler, base.Params)
+		if (glue == bg || (glue == "" && bg == "BEAN")) && p["executorParam"] == bp &&
+			(bg == "BEAN" && p.str("executorHandler") == bh || bg == "GLUE_SHELL" && p["glueSource"] == bs) {
+			req.Handler, req.Params = base.Handler, base.Params
+			return nil
+		}
+	}
+	switch glue {
 	case "", "BEAN":
 		req.Handler = p.str("executorHandler")
 		if req.Handler == "" {
-			return req, invalid("executorHandler is required")
+			return invalid("executorHandler is required")
 		}
 		params, err := paramsOf(req.Handler, p["executorParam"])
 		if err != nil {
-			return req, err
+			return err
 		}
 		req.Params = params
 	case "GLUE_SHELL":
-		req.Handler = "shell"
-		b, _ := json.Marshal(map[string]string{"script": p["glueSource"]})
-		req.Params = b
+		params, err := glueShellParams(p["glueSource"], p["executorParam"])
+		if err != nil {
+			return err
+		}
+		req.Handler, req.Params = "shell", params
 	default:
-		return req, invalid("glueType %q is not supported (BEAN or GLUE_SHELL)", glue)
+		return invalid("glueType %q is not supported (BEAN or GLUE_SHELL)", glue)
 	}
-	return req, nil
+	return nil
+}
+
+// glueShellParams are the shell handler's params of a GLUE_SHELL job:
+// {"script": source} plus the JSON object of executorParam (interpreter,
+// env), as /jobinfo/list shows them.
+func glueShellParams(source, executorParam string) (json.RawMessage, error) {
+	m := map[string]json.RawMessage{}
+	if t := strings.TrimSpace(executorParam); t != "" {
+		if !strings.HasPrefix(t, "{") || json.Unmarshal([]byte(t), &m) != nil {
+			return nil, invalid("executorParam of a GLUE_SHELL job must be empty or a JSON object of the shell handler's params (interpreter, env)")
+		}
+	}
+	script, err := json.Marshal(source)
+	if err != nil {
+		return nil, fmt.Errorf("encode glueSource: %w", err)
+	}
+	m["script"] = script
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encode shell params: %w", err)
+	}
+	return b, nil
 }
 
 // quartzForm makes a Quartz expression unambiguous for schedule.Parse: a
@@ -357,11 +500,57 @@ func (h *handler) jobUpdate(ctx context.Context, w http.ResponseWriter, p params
 	if err != nil {
 		return err
 	}
+	if sameRequest(req, api.RequestOf(old)) {
+		// The listed job sent back unchanged: nothing to save (no new
+		// revision), once the caller may see the job.
+		if _, err := h.jobs.Get(ctx, id); err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, ReturnT{Code: 200})
+		return nil
+	}
 	if _, _, err := h.jobs.Update(ctx, id, req); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, ReturnT{Code: 200})
 	return nil
+}
+
+// sameRequest reports whether a and b save the same job: empty and nil
+// lists are the same, params compare as JSON values.
+func sameRequest(a, b api.JobRequest) bool {
+	if !jsonEqual(a.Params, b.Params) {
+		return false
+	}
+	a.Params, b.Params = nil, nil
+	for _, r := range []*api.JobRequest{&a, &b} {
+		if len(r.AlarmEmails) == 0 {
+			r.AlarmEmails = nil
+		}
+		if len(r.ChildJobIDs) == 0 {
+			r.ChildJobIDs = nil
+		}
+	}
+	x, errA := json.Marshal(a)
+	y, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(x, y)
+}
+
+// jsonEqual compares two JSON texts as values ("" is {}).
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if len(bytes.TrimSpace(a)) == 0 {
+		a = json.RawMessage("{}")
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		b = json.RawMessage("{}")
+	}
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xb, yb)
 }
 
 // setEnabled serves /jobinfo/start and /jobinfo/stop.
@@ -391,22 +580,51 @@ func (h *handler) jobStop(ctx context.Context, w http.ResponseWriter, p params, 
 	return h.setEnabled(ctx, w, p, false)
 }
 
-// jobTrigger serves /jobinfo/trigger: one fire now on the job's routing.
-// executorParam is accepted but a one-off parameter override is not
-// supported yet: the fire runs with the job's stored params.
+// jobTrigger serves /jobinfo/trigger: one fire now on the job's routing,
+// or on the node of addressList when it names one. A non-empty
+// executorParam replaces the job's params for that fire only, read as
+// /jobinfo/update reads it for this job (for a GLUE_SHELL job: a JSON
+// object of interpreter/env beside the stored script); the stored job is
+// unchanged.
 func (h *handler) jobTrigger(ctx context.Context, w http.ResponseWriter, p params, u *authz.Principal) error {
 	id, err := jobID(p)
 	if err != nil {
 		return err
 	}
-	if _, err := h.getJob(ctx, id); err != nil {
+	j, err := h.jobs.Get(ctx, id)
+	if err != nil {
 		return err
 	}
+	var req api.TriggerRequest
+	if param := p["executorParam"]; strings.TrimSpace(param) != "" {
+		glue, _, _, listed := listedHandler(j.Handler, j.Params)
+		if param != listed {
+			if glue == "GLUE_SHELL" {
+				var script struct {
+					Script string `json:"script"`
+				}
+				_ = json.Unmarshal(j.Params, &script) // listed as GLUE_SHELL: it has one
+				req.Params, err = glueShellParams(script.Script, param)
+			} else {
+				req.Params, err = paramsOf(j.Handler, param)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	switch addrs := splitList(p.str("addressList")); len(addrs) {
+	case 0:
+	case 1:
+		req.Node = addrs[0]
+	default:
+		return invalid("addressList names %d nodes; give one node uuid, or none for the job's routing", len(addrs))
+	}
 	by := "xxl-job-api"
-	if u != nil {
+	if u != nil && u.Username != "" {
 		by = u.Username
 	}
-	if err := h.jobs.Trigger(ctx, id, by); err != nil {
+	if _, err := h.jobs.Trigger(ctx, id, req, by); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, ReturnT{Code: 200})

@@ -14,8 +14,18 @@ import (
 //   - http: xxl-job's httpJobHandler lines "url:…", "method:…", "data:…"
 //     → {"url", "method", "body"}
 //   - any other handler: a JSON object, or "" for {}
+//
+// For every handler, a text that is a JSON object is the params as they
+// are (how /jobinfo/list shows params the text form cannot carry, such as
+// cmd's env and dir or http's headers).
 func paramsOf(handler, text string) (json.RawMessage, error) {
 	trimmed := strings.TrimSpace(text)
+	if strings.HasPrefix(trimmed, "{") {
+		var m map[string]json.RawMessage
+		if json.Unmarshal([]byte(trimmed), &m) == nil {
+			return json.RawMessage(trimmed), nil
+		}
+	}
 	var v any
 	switch handler {
 	case "shell":
@@ -72,11 +82,24 @@ func paramsOf(handler, text string) (json.RawMessage, error) {
 	return b, nil
 }
 
-// executorParamOf is the inverse of paramsOf, for /jobinfo/list.
+// executorParamOf is the inverse of paramsOf, for /jobinfo/list: the
+// handler's text form when paramsOf reads it back to the same params, else
+// the params' JSON.
 func executorParamOf(handler string, params json.RawMessage) string {
 	if len(params) == 0 || string(params) == "{}" {
 		return ""
 	}
+	text := textParam(handler, params)
+	if text != "" {
+		if back, err := paramsOf(handler, text); err == nil && jsonEqual(back, params) {
+			return text
+		}
+	}
+	return string(params)
+}
+
+// textParam is params in its handler's text form, "" when it has none.
+func textParam(handler string, params json.RawMessage) string {
 	switch handler {
 	case "shell":
 		var p struct {
@@ -113,7 +136,7 @@ func executorParamOf(handler string, params json.RawMessage) string {
 			return s
 		}
 	}
-	return string(params)
+	return ""
 }
 
 // splitCommand splits a command line on spaces; single or double quotes

@@ -35,19 +35,25 @@ func TestJobsSaveWithoutLiveNode(t *testing.T) {
 	// No token exists before /healthz answers, so the first request after
 	// it is the login (bcrypt: a few hundred ms here); the job create
 	// follows with nothing in between, before the built-in node registers.
-	p, err := harness.Start(binary, []string{"CRONIX_ADMIN_PASSWORD=" + adminPassword}, "standalone", "--data-dir", dataDir,
-		"--http-addr", httpAddr, "--etcd-client-addr", etcdAddr, "--etcd-peer-addr", peerAddr, "--raft-addr", raftAddr)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		select {
-		case <-p.Done():
-		default:
-			p.KillGroup()
-		}
-		if t.Failed() {
-			t.Logf("standalone output:\n%s", p.Output())
-		}
-	})
+	args := []string{"standalone", "--data-dir", dataDir,
+		"--http-addr", httpAddr, "--etcd-client-addr", etcdAddr, "--etcd-peer-addr", peerAddr, "--raft-addr", raftAddr}
+	env := []string{"CRONIX_ADMIN_PASSWORD=" + adminPassword}
+	start := func() *harness.Proc {
+		p, err := harness.Start(binary, env, args...)
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			select {
+			case <-p.Done():
+			default:
+				p.KillGroup()
+			}
+			if t.Failed() {
+				t.Logf("standalone output:\n%s", p.Output())
+			}
+		})
+		return p
+	}
+	p := start()
 	require.NoError(t, s.api.WaitHealthy(60*time.Second))
 	healthy := time.Now()
 	require.NoError(t, s.api.Login("admin", adminPassword))
@@ -112,4 +118,33 @@ func TestJobsSaveWithoutLiveNode(t *testing.T) {
 	for _, h := range []string{"cmd", "http", "shell"} {
 		require.True(t, strings.Contains(e.Fields["handler"], h), "%s listed: %s", h, e.Fields["handler"])
 	}
+
+	// A portal holding an API token across a restart: its job, created in
+	// the first 100 ms after /healthz answers (the built-in node has not
+	// registered again yet), is accepted and fires.
+	var tok struct {
+		Secret string `json:"secret"`
+	}
+	status, err = s.api.Do(http.MethodPost, "/api/v1/tokens", map[string]any{"name": "importer", "role": "admin",
+		"groups": []int64{}}, &tok)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, status)
+	require.NoError(t, p.Interrupt(60*time.Second))
+	start()
+	portal := harness.NewClient(s.api.Base)
+	portal.Token = tok.Secret
+	require.NoError(t, portal.WaitHealthy(60*time.Second))
+	healthy = time.Now()
+	created.Warnings = nil
+	sentAfter := time.Since(healthy)
+	status, err = portal.Do(http.MethodPost, "/api/v1/jobs", map[string]any{"name": "right-after-healthz",
+		"schedule": "*/1 * * * * *", "handler": "shell", "params": map[string]any{"script": "echo imported"}}, &created)
+	answeredAfter := time.Since(healthy)
+	require.NoError(t, err)
+	require.Less(t, sentAfter, 100*time.Millisecond, "the job was sent within 100 ms of /healthz")
+	require.Equal(t, http.StatusCreated, status, "a job sent %s after /healthz is accepted", sentAfter)
+	t.Logf("job sent %s and saved %s after /healthz; warnings: %v", sentAfter.Round(time.Millisecond),
+		answeredAfter.Round(time.Millisecond), created.Warnings)
+	runs = waitRuns(t, portal, created.ID, 60*time.Second, func(rs []harness.Run) bool { return len(successes(rs)) >= 1 })
+	require.Equal(t, "imported\n", successes(runs)[0].Output)
 }

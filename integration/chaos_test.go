@@ -11,13 +11,17 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun/driver/pgdriver"
 
@@ -343,4 +347,71 @@ func readExecLog(t *testing.T, path string) map[string]int {
 	}
 	require.NoError(t, sc.Err())
 	return counts
+}
+
+// sleepsWithArg lists the live `sleep ARG` processes on this machine.
+func sleepsWithArg(t *testing.T, arg string) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || string(cmdline) != "sleep\x00"+arg+"\x00" {
+			continue
+		}
+		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && strings.Contains(string(stat), ") Z ") {
+			continue // a zombie is dead already
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// TestChaosNodeKill9LeavesNoOrphans: a node killed with kill -9 while a
+// shell job runs `sleep 60` (a child of the script's shell) and a cmd job
+// runs `sleep 60` (the handler's direct child) leaves no sleep behind:
+// plugins die with the node, and their process groups with them.
+func TestChaosNodeKill9LeavesNoOrphans(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("parent-death signals and /proc are Linux's")
+	}
+	dataDir := t.TempDir()
+	s := startStandalone(t, dataDir, nil)
+	node, uuid := startNode(t, s, nodeToken(t, dataDir), t.TempDir(), "orphans")
+	require.Eventually(t, func() bool { return slices.Contains(liveNodes(t, s.api, "orphans"), uuid) }, 20*time.Second,
+		100*time.Millisecond)
+
+	// Durations no other process uses, so /proc finds exactly these sleeps.
+	nonce := time.Now().UnixNano() % 1_000_000_000
+	shellArg, cmdArg := fmt.Sprintf("60.%09d", nonce), fmt.Sprintf("61.%09d", nonce)
+	for _, j := range []struct{ name, handler, params string }{
+		{"orphan-shell", "shell", fmt.Sprintf(`{"script":"sleep %s; echo never"}`, shellArg)},
+		{"orphan-cmd", "cmd", fmt.Sprintf(`{"argv":["sleep","%s"]}`, cmdArg)},
+	} {
+		_, err := s.api.CreateJobBody(map[string]any{"name": j.name, "group": "orphans", "schedule": "*/1 * * * * *",
+			"handler": j.handler, "params": json.RawMessage(j.params), "block_strategy": cluster.BlockDiscardLater})
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		return len(sleepsWithArg(t, shellArg)) == 1 && len(sleepsWithArg(t, cmdArg)) == 1
+	}, 30*time.Second, 50*time.Millisecond, "both jobs are running their sleep")
+
+	node.Kill()
+	killed := time.Now()
+	var left []int
+	if !assert.Eventually(t, func() bool {
+		left = append(sleepsWithArg(t, shellArg), sleepsWithArg(t, cmdArg)...)
+		return len(left) == 0
+	}, 10*time.Second, 20*time.Millisecond) {
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Fatalf("sleep processes %v outlived the kill -9 of their node", left)
+	}
+	t.Logf("no sleep left %s after kill -9 of the node", time.Since(killed).Round(time.Millisecond))
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/health"
+	"github.com/cronix/cronix/internal/procgroup"
 	"github.com/cronix/cronix/internal/tlsfiles"
 	"github.com/cronix/cronix/metrics"
 	"github.com/cronix/cronix/node/agent"
@@ -141,6 +143,20 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	specs, err := n.pluginSpecs()
 	if err != nil {
 		return err
+	}
+	// Process groups a previous run of this node started and that outlived
+	// it (its plugins' guards killed too, as by an OOM kill of the whole
+	// process group) are killed before any plugin starts; the plugins list
+	// their groups in the same journal.
+	procDir, err := filepath.Abs(filepath.Join(n.cfg.DataDir, "procs"))
+	if err != nil {
+		return fmt.Errorf("node: process-group journal: %w", err)
+	}
+	if _, err := procgroup.Sweep(procDir, n.log); err != nil { // logs every group it kills
+		return fmt.Errorf("node: %w", err)
+	}
+	for i := range specs {
+		specs[i].Env = append(slices.Clip(specs[i].Env), procgroup.EnvDir+"="+procDir)
 	}
 	n.host = pluginhost.New(n.cfg.Logger, specs, pluginhost.Options{Metrics: n.cfg.Metrics})
 	if err := n.host.Start(ctx); err != nil {

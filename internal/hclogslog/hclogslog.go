@@ -4,9 +4,11 @@ package hclogslog
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -49,7 +51,46 @@ func (h *slogHCLog) Log(level hclog.Level, msg string, args ...any) {
 	if level == hclog.Off {
 		return
 	}
-	h.l.Log(context.Background(), slogLevel(level), msg, args...)
+	h.l.Log(context.Background(), slogLevel(level), msg, values(args)...)
+}
+
+// values renders hclog's formatting value types as hclog does, so that
+// slog does not print them as raw slices: hclog.Fmt("%+v", x) (raft's
+// "servers" of its initial configuration) becomes the formatted string,
+// hclog.Hex/Octal/Binary numbers their digits, hclog.Quote a quoted string.
+func values(args []any) []any {
+	var out []any
+	for i := 1; i < len(args); i += 2 {
+		var v any
+		switch x := args[i].(type) {
+		case hclog.Format:
+			if len(x) == 0 {
+				v = ""
+			} else if f, ok := x[0].(string); ok {
+				v = fmt.Sprintf(f, x[1:]...)
+			} else {
+				v = fmt.Sprint(x...)
+			}
+		case hclog.Hex:
+			v = "0x" + strconv.FormatUint(uint64(x), 16)
+		case hclog.Octal:
+			v = "0" + strconv.FormatUint(uint64(x), 8)
+		case hclog.Binary:
+			v = "0b" + strconv.FormatUint(uint64(x), 2)
+		case hclog.Quote:
+			v = strconv.Quote(string(x))
+		default:
+			continue
+		}
+		if out == nil {
+			out = append([]any(nil), args...)
+		}
+		out[i] = v
+	}
+	if out == nil {
+		return args
+	}
+	return out
 }
 
 func (h *slogHCLog) Trace(msg string, args ...any) { h.Log(hclog.Trace, msg, args...) }
@@ -69,7 +110,7 @@ func (h *slogHCLog) IsError() bool { return h.enabled(slog.LevelError) }
 func (h *slogHCLog) ImpliedArgs() []any { return h.implied }
 
 func (h *slogHCLog) With(args ...any) hclog.Logger {
-	return &slogHCLog{l: h.l.With(args...), name: h.name, implied: append(append([]any(nil), h.implied...), args...)}
+	return &slogHCLog{l: h.l.With(values(args)...), name: h.name, implied: append(append([]any(nil), h.implied...), args...)}
 }
 
 func (h *slogHCLog) Name() string { return h.name }

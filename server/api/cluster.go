@@ -196,6 +196,18 @@ func (s *server) addClusterServer(w http.ResponseWriter, r *http.Request) error 
 	if len(fields) > 0 {
 		return &ValidationError{Message: "invalid request", Fields: fields}
 	}
+	// Raft refuses a configuration with one address twice; say so plainly
+	// instead of failing inside the membership change.
+	if st, err := s.cluster.Status(); err == nil {
+		for _, m := range st.Servers {
+			switch {
+			case m.ID == req.ID:
+				return &statusError{http.StatusConflict, fmt.Sprintf("server %q is already in the raft configuration (address %s); remove it first to change its address", m.ID, m.Address)}
+			case m.Address == req.Address:
+				return &statusError{http.StatusConflict, fmt.Sprintf("address %s already belongs to server %q; remove it first", m.Address, m.ID)}
+			}
+		}
+	}
 	if err := s.cluster.AddNonvoter(r.Context(), req.ID, req.Address); err != nil {
 		return s.membershipError(err)
 	}

@@ -142,6 +142,11 @@ func TestClusterStatus(t *testing.T) {
 	b.doJSON(http.MethodPost, "/api/v1/cluster/servers", b.token, map[string]string{"id": "s4", "address": "127.0.0.1:7004"}, http.StatusOK, &after)
 	require.Len(t, after.Replicas, 4)
 	require.Equal(t, api.ClusterReplica{ID: "s4", Address: "127.0.0.1:7004", Suffrage: "Nonvoter"}, after.Replicas[3])
+	// One id or one address twice: refused with the reason, nothing changed.
+	e = b.errorOf(http.MethodPost, "/api/v1/cluster/servers", b.token, map[string]string{"id": "s4", "address": "127.0.0.1:7005"}, http.StatusConflict)
+	require.Contains(t, e.Error, `server "s4" is already in the raft configuration`)
+	e = b.errorOf(http.MethodPost, "/api/v1/cluster/servers", b.token, map[string]string{"id": "s5", "address": "127.0.0.1:7004"}, http.StatusConflict)
+	require.Contains(t, e.Error, `address 127.0.0.1:7004 already belongs to server "s4"`)
 
 	b.doJSON(http.MethodDelete, "/api/v1/cluster/servers/s3", b.token, nil, http.StatusNoContent, nil)
 	b.errorOf(http.MethodDelete, "/api/v1/cluster/servers/s3", b.token, nil, http.StatusNotFound)
@@ -162,8 +167,8 @@ func TestClusterStatus(t *testing.T) {
 		got2 = append(got2, change{e.Username, e.Address, e.Action, e.ObjectID, string(e.Diff)})
 	}
 	require.ElementsMatch(t, []change{
-		{"admin", "127.0.0.1", "create", "s4", `{"id":"s4","address":"127.0.0.1:7004"}`},
-		{"admin", "127.0.0.1", "delete", "s3", `{"id":"s3","address":"127.0.0.1:7003"}`},
+		{"admin", "127.0.0.1", "create", "s4", `{"address":"127.0.0.1:7004","id":"s4"}`},
+		{"admin", "127.0.0.1", "delete", "s3", `{"address":"127.0.0.1:7003","id":"s3"}`},
 	}, got2)
 }
 

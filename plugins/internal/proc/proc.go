@@ -2,8 +2,9 @@
 // in its own process group, with stdout and stderr going in order to one
 // writer, the whole group stopped (SIGTERM, then SIGKILL after a grace) when
 // the run's ctx is done, and the exit status mapped to a pluginapi.Result.
-// On Linux the child also dies with the plugin process (parent-death
-// signal).
+// On Linux the whole group also dies with the plugin process (parent-death
+// signal and a guard process, see internal/procgroup) and is listed in the
+// node's process-group journal while it runs.
 package proc
 
 import (
@@ -20,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cronix/cronix/internal/procgroup"
 	"github.com/cronix/cronix/pluginapi"
 )
 
@@ -62,10 +64,13 @@ func Run(ctx context.Context, cmd *exec.Cmd, out io.Writer, opts Options) (plugi
 	cmd.Stderr = out
 	cmd.SysProcAttr = sysProcAttr()
 	cmd.WaitDelay = opts.OutputGrace
-	if err := cmd.Start(); err != nil {
+	// On Linux the group is also guarded: it dies with this plugin process
+	// and is listed in the node's process-group journal (internal/procgroup).
+	if err := procgroup.Start(cmd); err != nil {
 		err = StartError(cmd.Path, err)
 		return Failed(-1, err.Error()), err
 	}
+	defer procgroup.Done(cmd.Process.Pid)
 	waitErr, stopped := wait(ctx, cmd, opts.KillGrace)
 	if stopped {
 		return CtxResult(ctx), nil
@@ -148,7 +153,9 @@ func StartError(path string, err error) error {
 // CRONIX_SCHEDULED_AT, CRONIX_ATTEMPT, CRONIX_SHARD_INDEX,
 // CRONIX_SHARD_TOTAL). Later entries win.
 func Environ(extra map[string]string, req pluginapi.Request) []string {
-	env := pluginapi.ProcessEnv()
+	env := slices.DeleteFunc(pluginapi.ProcessEnv(), func(kv string) bool {
+		return strings.HasPrefix(kv, procgroup.EnvDir+"=") // the node's, not the job's
+	})
 	for _, k := range slices.Sorted(maps.Keys(extra)) {
 		env = append(env, k+"="+extra[k])
 	}

@@ -1,0 +1,181 @@
+//go:build linux
+
+package procgroup
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// envFakePlugin turns the test binary into a "plugin" that starts one
+// guarded group running its argument as a shell script, prints the group's
+// pgid, and waits to be killed.
+const envFakePlugin = "CRONIX_PROCGROUP_TEST_PLUGIN"
+
+func TestMain(m *testing.M) {
+	if script := os.Getenv(envFakePlugin); script != "" {
+		cmd := exec.Command("/bin/sh", "-c", script)
+		if err := Start(cmd); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		fmt.Println(cmd.Process.Pid)
+		_ = cmd.Wait()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// marker is a sleep duration no other process uses: its cmdline finds
+// the processes a test started.
+func marker() string { return fmt.Sprintf("60.%09d", rand.IntN(1_000_000_000)) }
+
+// withMarker lists the live sleep processes whose argument is m (not the
+// shells whose script names it).
+func withMarker(t *testing.T, m string) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Equal(b, []byte("sleep\x00"+m+"\x00")) {
+			if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && strings.Contains(string(st), ") Z ") {
+				continue // a zombie is dead already
+			}
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// TestPluginDeathKillsTheWholeGroup: a plugin killed with SIGKILL leaves no
+// process of the groups it started, not even a shell's child (which the
+// parent-death signal alone would leave behind), and its journal entry is
+// gone.
+func TestPluginDeathKillsTheWholeGroup(t *testing.T) {
+	dir := t.TempDir()
+	m := marker()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	plugin := exec.Command(exe)
+	plugin.Env = append(os.Environ(), envFakePlugin+"=sleep "+m+"; true", EnvDir+"="+dir)
+	out, err := plugin.StdoutPipe()
+	require.NoError(t, err)
+	plugin.Stderr = os.Stderr
+	require.NoError(t, plugin.Start())
+	t.Cleanup(func() { _ = plugin.Process.Kill(); _ = plugin.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	pgid, err := strconv.Atoi(strings.TrimSpace(line))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+
+	require.Eventually(t, func() bool { return len(withMarker(t, m)) == 1 }, 10*time.Second, 20*time.Millisecond,
+		"the shell's sleep runs")
+	b, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(pgid)))
+	require.NoError(t, err, "the running group is in the journal")
+	start, err := startTime(pgid)
+	require.NoError(t, err)
+	require.Equal(t, strconv.FormatUint(start, 10)+"\n", string(b))
+
+	require.NoError(t, plugin.Process.Signal(syscall.SIGKILL))
+	require.Eventually(t, func() bool { return len(withMarker(t, m)) == 0 }, 10*time.Second, 20*time.Millisecond,
+		"no process of the group outlives the plugin")
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(filepath.Join(dir, strconv.Itoa(pgid)))
+		return os.IsNotExist(err)
+	}, 10*time.Second, 20*time.Millisecond, "the guard removes the journal entry")
+}
+
+// startGroup starts a shell running script in a group of its own, not
+// guarded, and returns its pgid.
+func startGroup(t *testing.T, script string) int {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, cmd.Start())
+	pgid := cmd.Process.Pid
+	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+	go func() { _ = cmd.Wait() }() // reaped as soon as it dies, like an orphan by init
+	return pgid
+}
+
+// TestSweepKillsOnlyRecordedLiveGroups: Sweep kills a journaled group whose
+// leader is the recorded process and one whose leader is gone but whose
+// members remain; it spares a group whose pid now belongs to another
+// process (another start time), and empties the journal.
+func TestSweepKillsOnlyRecordedLiveGroups(t *testing.T) {
+	dir := t.TempDir()
+	mLive, mOrphan, mReused := marker(), marker(), marker()
+	live := startGroup(t, "sleep "+mLive+"; true")
+	orphan := startGroup(t, "sleep "+mOrphan+" & exit 0") // the leader exits, its child stays in the group
+	reused := startGroup(t, "sleep "+mReused+"; true")
+	for _, m := range []string{mLive, mOrphan, mReused} {
+		require.Eventually(t, func() bool { return len(withMarker(t, m)) == 1 }, 10*time.Second, 20*time.Millisecond)
+	}
+	require.Eventually(t, func() bool { _, err := startTime(orphan); return err != nil }, 10*time.Second, 20*time.Millisecond,
+		"the orphan group's leader is gone")
+
+	write := func(pgid int, start uint64) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, strconv.Itoa(pgid)), []byte(strconv.FormatUint(start, 10)+"\n"), 0o600))
+	}
+	st, err := startTime(live)
+	require.NoError(t, err)
+	write(live, st)
+	// The orphan's sleep started after its leader: a start time a bit
+	// before the sleep's stands for the leader's.
+	sleeps := withMarker(t, mOrphan)
+	sleepStart, err := startTime(sleeps[0])
+	require.NoError(t, err)
+	write(orphan, sleepStart)
+	st, err = startTime(reused)
+	require.NoError(t, err)
+	write(reused, st+1) // another process than the one recorded
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "not-a-pgid"), []byte("1\n"), 0o600))
+
+	killed, err := Sweep(dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, 2, killed)
+	require.Eventually(t, func() bool { return len(withMarker(t, mLive)) == 0 && len(withMarker(t, mOrphan)) == 0 },
+		10*time.Second, 20*time.Millisecond, "the recorded groups are killed")
+	require.Len(t, withMarker(t, mReused), 1, "a group whose leader is another process is spared")
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, ents, "the journal is emptied")
+
+	killed, err = Sweep(filepath.Join(dir, "missing"), nil)
+	require.NoError(t, err)
+	require.Zero(t, killed)
+}
+
+// TestDoneUnlistsTheGroup: a finished run's group leaves the journal.
+func TestDoneUnlistsTheGroup(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(EnvDir, dir)
+	cmd := exec.Command("/bin/sh", "-c", "exit 0")
+	require.NoError(t, Start(cmd))
+	pgid := cmd.Process.Pid
+	_, err := os.Stat(filepath.Join(dir, strconv.Itoa(pgid)))
+	require.NoError(t, err)
+	require.NoError(t, cmd.Wait())
+	Done(pgid)
+	_, err = os.Stat(filepath.Join(dir, strconv.Itoa(pgid)))
+	require.True(t, os.IsNotExist(err))
+}

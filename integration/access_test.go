@@ -398,3 +398,32 @@ func TestAuditTrail(t *testing.T) {
 	require.True(t, sawFailedLogin, "failed login audited")
 	require.True(t, sawToken, "token creation audited")
 }
+
+// TestUserPasswdOnAStoppedStandalone (access issue, acceptance 9): the
+// admin password of a real standalone's data dir is reset with
+// "cronix user passwd admin" while the standalone is stopped; after a restart
+// the new password logs in and the old one does not.
+func TestUserPasswdOnAStoppedStandalone(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startStandalone(t, dir, nil)
+	require.NoError(t, s.proc.Interrupt(30*time.Second))
+
+	p, err := harness.Start(binary, []string{"CRONIX_USER_PASSWORD=break-glass-password"}, "user", "passwd", "--data-dir", dir, "admin")
+	require.NoError(t, err)
+	select {
+	case <-p.Done():
+	case <-time.After(30 * time.Second):
+		p.Kill()
+		t.Fatalf("cronix user passwd did not finish: %s", p.Output())
+	}
+	require.Contains(t, p.Output(), "password of admin set")
+
+	p, err = harness.Start(binary, s.env, s.args...)
+	require.NoError(t, err)
+	t.Cleanup(p.KillGroup)
+	require.NoError(t, s.api.WaitReady(60*time.Second))
+	fresh := harness.NewClient(s.api.Base)
+	require.Error(t, fresh.Login("admin", adminPassword), "the old password no longer works")
+	require.NoError(t, fresh.Login("admin", "break-glass-password"))
+}

@@ -41,15 +41,16 @@ func (m apiMembership) Servers(context.Context) (int, error) {
 	return len(st.Servers), err
 }
 
-// TestAuthorizationMatrixStandalone (access issue, acceptance 1 and 3) runs
+// TestAuthorizationMatrixStandalone (access issue, acceptance 1, 2 and 3) runs
 // the authorization matrix (server/api/authzmatrix: every route of the
 // router × anonymous, viewer and operator of group A, admin, an API token
 // of group A, the node token × an object in group A and one in group B)
 // against a real "cronix standalone": its real raft (a server the matrix
 // adds is a non-voter with a dead address, so quorum is never at stake),
 // its authenticated embedded etcd and its SQLite database, which the test
-// opens beside the server to put its fixtures. Then a viewer's every unsafe
-// request is refused and changes nothing.
+// opens beside the server to put its fixtures. Then users of group A list
+// only group A's objects (acceptance 2), and a viewer's every unsafe request
+// is refused and changes nothing.
 func TestAuthorizationMatrixStandalone(t *testing.T) {
 	t.Parallel()
 	hook := alerttest.StartWebhook(t, "whsec_dGVzdC1rZXk=", nil)
@@ -75,6 +76,11 @@ func TestAuthorizationMatrixStandalone(t *testing.T) {
 		tg := tg
 		tg.Prefix = "m-"
 		authzmatrix.Check(t, tg)
+	})
+	t.Run("lists are filtered", func(t *testing.T) {
+		tg := tg
+		tg.Prefix = "l-"
+		authzmatrix.ListsAreFiltered(t, tg)
 	})
 	t.Run("viewer changes nothing", func(t *testing.T) {
 		tg := tg

@@ -96,3 +96,10 @@ func TestViewerChangesNothing(t *testing.T) {
 	t.Parallel()
 	authzmatrix.ViewerChangesNothing(t, inProcess(t))
 }
+
+// TestListsAreFiltered: users of group A list only group A's jobs, runs and
+// groups, natively and through xxl-job's API.
+func TestListsAreFiltered(t *testing.T) {
+	t.Parallel()
+	authzmatrix.ListsAreFiltered(t, inProcess(t))
+}

@@ -244,7 +244,8 @@ func (m *matrix) build(key, p, side string) (request, string) {
 		return request{path: "/api/v1/auth/password", spends: true,
 			body: map[string]string{"old_password": pw, "new_password": fmt.Sprintf("new-password-%d", m.next())}}, tok
 	case "GET /api/v1/jobs", "GET /api/v1/runs", "GET /api/v1/groups", "GET /api/v1/nodes", "GET /api/v1/handlers",
-		"GET /api/v1/cluster", "GET /api/v1/users", "GET /api/v1/tokens", "GET /api/v1/audit", "GET /api/v1/security/events":
+		"GET /api/v1/cluster", "GET /api/v1/users", "GET /api/v1/tokens", "GET /api/v1/audit", "GET /api/v1/security/events",
+		"GET /api/v1/reports/daily":
 		return request{path: strings.TrimPrefix(key, "GET ")}, cred
 	case "GET /api/v1/schedules/preview":
 		return request{path: "/api/v1/schedules/preview?schedule=" + url.QueryEscape("@every 1m")}, cred
@@ -601,4 +602,65 @@ func answerSystemInfo(t *testing.T, ctx context.Context, cli *clientv3.Client, k
 			}
 		}
 	}()
+}
+
+// ListsAreFiltered (access issue, acceptance 2): a viewer, an operator and
+// an API token of group A see the jobs, runs and groups of group A in every
+// list (native and xxl-job's), never those of group B; an admin sees both.
+func ListsAreFiltered(t *testing.T, tg Target) {
+	m := newMatrix(t, tg)
+	type ids struct{ jobs, runs, groups map[int64]bool }
+	listed := func(cred string) ids {
+		got := ids{jobs: map[int64]bool{}, runs: map[int64]bool{}, groups: map[int64]bool{}}
+		var jobs api.List[api.Job]
+		m.doJSON(http.MethodGet, "/api/v1/jobs?page_size=500", cred, nil, &jobs)
+		for _, j := range jobs.Items {
+			got.jobs[j.ID] = true
+		}
+		var runs api.List[api.Run]
+		m.doJSON(http.MethodGet, "/api/v1/runs?page_size=500", cred, nil, &runs)
+		for _, r := range runs.Items {
+			got.runs[r.ID] = true
+		}
+		var groups api.List[api.Group]
+		m.doJSON(http.MethodGet, "/api/v1/groups?page_size=500", cred, nil, &groups)
+		for _, g := range groups.Items {
+			got.groups[g.ID] = true
+		}
+		// xxl-job's list: every group, then group B by id.
+		var all struct {
+			Data []struct {
+				ID int64 `json:"id"`
+			} `json:"data"`
+		}
+		m.doJSON(http.MethodPost, "/jobinfo/list", cred, url.Values{"jobGroup": {"0"}, "length": {"500"}}, &all)
+		compat := map[int64]bool{}
+		for _, j := range all.Data {
+			compat[j.ID] = true
+		}
+		require.Equal(m.t, got.jobs[m.jobs["A"].ID], compat[m.jobs["A"].ID], "/jobinfo/list agrees with /api/v1/jobs on job A")
+		require.Equal(m.t, got.jobs[m.jobs["B"].ID], compat[m.jobs["B"].ID], "/jobinfo/list agrees with /api/v1/jobs on job B")
+		var inB struct {
+			Data []json.RawMessage `json:"data"`
+		}
+		m.doJSON(http.MethodPost, "/jobinfo/list", cred,
+			url.Values{"jobGroup": {strconv.FormatInt(m.groups["B"].ID, 10)}, "length": {"500"}}, &inB)
+		if !got.groups[m.groups["B"].ID] {
+			require.Empty(m.t, inB.Data, "/jobinfo/list?jobGroup=B shows nothing to a caller outside B")
+		}
+		return got
+	}
+	for _, p := range []string{pViewer, pOperator, pToken} {
+		got := listed(m.creds[p])
+		require.True(t, got.jobs[m.jobs["A"].ID], "%s sees job A", p)
+		require.False(t, got.jobs[m.jobs["B"].ID], "%s does not see job B", p)
+		require.True(t, got.runs[m.runs["A"].ID], "%s sees run A", p)
+		require.False(t, got.runs[m.runs["B"].ID], "%s does not see run B", p)
+		require.True(t, got.groups[m.groups["A"].ID], "%s sees group A", p)
+		require.False(t, got.groups[m.groups["B"].ID], "%s does not see group B", p)
+	}
+	got := listed(m.creds[pAdmin])
+	require.True(t, got.jobs[m.jobs["A"].ID] && got.jobs[m.jobs["B"].ID], "admin sees both jobs")
+	require.True(t, got.runs[m.runs["A"].ID] && got.runs[m.runs["B"].ID], "admin sees both runs")
+	require.True(t, got.groups[m.groups["A"].ID] && got.groups[m.groups["B"].ID], "admin sees both groups")
 }

@@ -75,7 +75,9 @@ type MeResponse struct {
 	Role     string  `json:"role"`
 	Groups   []int64 `json:"groups"`
 	Disabled bool    `json:"disabled"`
-	// CSRFToken is the session's CSRF token ("" for an API token).
+	// CSRFToken is the session's CSRF token when the caller authenticated with
+	// the session cookie (so a reloaded page gets it back); "" for a bearer
+	// token (a session or API token), which CSRF does not apply to.
 	CSRFToken string `json:"csrf_token"`
 }
 

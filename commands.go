@@ -34,6 +34,7 @@ import (
 	"github.com/cronix/cronix/server/auth"
 	"github.com/cronix/cronix/server/embedetcd"
 	"github.com/cronix/cronix/server/handlers"
+	"github.com/cronix/cronix/server/report"
 	"github.com/cronix/cronix/server/schedule"
 )
 
@@ -110,12 +111,32 @@ func (c sessionConfig) validate() error {
 	return nil
 }
 
+// retentionConfig configures run retention (in "cronix server" and "cronix
+// standalone"); the trigger leader applies it.
+type retentionConfig struct {
+	// RunRetention: terminal runs scheduled longer ago are deleted.
+	RunRetention time.Duration `flag:"run-retention" env:"CRONIX_RUN_RETENTION" yaml:"run_retention" help:"delete finished runs scheduled longer ago than this, e.g. 30d (0 = keep forever; at least 1h); daily reports are kept"`
+	// OutputRetention: the output of terminal runs scheduled longer ago is emptied.
+	OutputRetention time.Duration `flag:"output-retention" env:"CRONIX_OUTPUT_RETENTION" yaml:"output_retention" help:"empty the output of finished runs scheduled longer ago than this, e.g. 7d (0 = keep it as long as the run; at least 1h)"`
+}
+
+// checkRetention validates the retentions.
+func (c retentionConfig) checkRetention() error {
+	for name, d := range map[string]time.Duration{"--run-retention": c.RunRetention, "--output-retention": c.OutputRetention} {
+		if d != 0 && d < report.MinRetention {
+			return fmt.Errorf("%s %s: want 0 (keep) or at least %s", name, d, report.MinRetention)
+		}
+	}
+	return nil
+}
+
 // standaloneConfig configures "cronix standalone".
 type standaloneConfig struct {
 	commonConfig
 	pluginConfig
 	alertConfig
 	sessionConfig
+	retentionConfig
 	// DataDir holds etcd, SQLite, raft and node state.
 	DataDir string `flag:"data-dir" env:"CRONIX_DATA_DIR" yaml:"data_dir" help:"directory for etcd, SQLite, raft and node data"`
 	// HTTPAddr is where the API and UI listen.
@@ -143,6 +164,7 @@ type serverConfig struct {
 	commonConfig
 	alertConfig
 	sessionConfig
+	retentionConfig
 	ID      string `flag:"id" env:"CRONIX_SERVER_ID" yaml:"id" help:"unique id of this replica (default: host:raft-port)"`
 	DataDir string `flag:"data-dir" env:"CRONIX_DATA_DIR" yaml:"data_dir" help:"directory for raft state"`
 	etcdClientConfig
@@ -329,6 +351,9 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 	if err := cfg.validate(); err != nil {
 		return err
 	}
+	if err := cfg.checkRetention(); err != nil {
+		return err
+	}
 	loc, err := loadLocation(cfg.Timezone)
 	if err != nil {
 		return err
@@ -372,6 +397,7 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 		RaftAddr: cfg.RaftAddr, RaftBootstrap: true, Location: loc, NodeToken: token,
 		AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"), DispatchMaxOps: embedetcd.DefaultMaxTxnOps,
 		Version: buildinfo.String(), Logger: log, Alert: cfg.alertServiceConfig(),
+		RunRetention: cfg.RunRetention, OutputRetention: cfg.OutputRetention,
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionMaxLifetime: cfg.SessionMaxLifetime,
 		BuiltinHandlers: builtinHandlers(ctx),
 		Metrics:         met, MetricsAddr: cfg.MetricsAddr,
@@ -432,6 +458,9 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 	if err := cfg.validate(); err != nil {
 		return err
 	}
+	if err := cfg.checkRetention(); err != nil {
+		return err
+	}
 	if err := requireNodeToken(&cfg.NodeToken); err != nil {
 		return err
 	}
@@ -468,7 +497,8 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 		AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"),
 		TLSCertFile:   cfg.TLSCert, TLSKeyFile: cfg.TLSKey, NodeTLS: nodeTLS,
 		DispatchMaxOps: cfg.DispatchMaxOps, Version: buildinfo.String(), Logger: log,
-		Alert:              cfg.alertServiceConfig(),
+		Alert:        cfg.alertServiceConfig(),
+		RunRetention: cfg.RunRetention, OutputRetention: cfg.OutputRetention,
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionMaxLifetime: cfg.SessionMaxLifetime,
 		BuiltinHandlers: builtinHandlers(ctx),
 		Metrics:         met, MetricsAddr: cfg.MetricsAddr,

@@ -170,9 +170,9 @@ func (f field) set(s string) error {
 		}
 		f.v.SetFloat(n)
 	case time.Duration:
-		d, err := time.ParseDuration(s)
+		d, err := parseDuration(s)
 		if err != nil {
-			return fmt.Errorf("%q is not a duration like 10s", s)
+			return fmt.Errorf("%q is not a duration like 10s or 30d", s)
 		}
 		f.v.SetInt(int64(d))
 	case []string:
@@ -261,4 +261,16 @@ func Markdown(cfg any) string {
 		fmt.Fprintf(&b, "| `--%s` | `%s` | `%s` | `%s` | %s |\n", f.flag, f.env, f.yaml, f.def, f.help)
 	}
 	return b.String()
+}
+
+// parseDuration is time.ParseDuration that also takes whole days: "30d".
+func parseDuration(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 64)
+		if err != nil || n < 0 || n > 100*365 {
+			return 0, fmt.Errorf("%q is not a whole number of days", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
 }

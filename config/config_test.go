@@ -53,3 +53,15 @@ func TestErrors(t *testing.T) {
 	require.Contains(t, out.String(), "--data-dir")
 	require.Contains(t, out.String(), "CRONIX_DATA_DIR")
 }
+
+func TestDurationsTakeDays(t *testing.T) {
+	t.Parallel()
+	cfg := sample{}
+	require.NoError(t, Load(&cfg, "x", "", []string{"--ttl", "30d"}, env(nil), &bytes.Buffer{}))
+	require.Equal(t, 30*24*time.Hour, cfg.TTL)
+	require.NoError(t, Load(&cfg, "x", "", nil, env(map[string]string{"CRONIX_TTL": "90m"}), &bytes.Buffer{}))
+	require.Equal(t, 90*time.Minute, cfg.TTL)
+	for _, bad := range []string{"1.5d", "-2d", "d", "xd"} {
+		require.ErrorContains(t, Load(&cfg, "x", "", []string{"--ttl", bad}, env(nil), &bytes.Buffer{}), "duration", bad)
+	}
+}

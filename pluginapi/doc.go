@@ -3,12 +3,13 @@
 //
 // A handler implements Handler and serves it from its binary's main:
 //
-//	func main() {
-//		if err := pluginapi.Serve(myhandler.New()); err != nil {
-//			fmt.Fprintln(os.Stderr, err)
-//			os.Exit(1)
-//		}
-//	}
+//	func main() { pluginapi.Main(myhandler.New()) }
+//
+// (Main is Serve, plus the error on stderr and exit status 1 when the binary
+// was not started by a node.) Plugin authors depend on the root module at a
+// release tag, with no replace directive: go get github.com/cronix/cronix@v1.0.0
+// (SDK 1.0); docs/plugins.md and plugins/example are the walk-through and
+// the template.
 //
 // A Cronix node starts the binary as a go-plugin process (gRPC over a local
 // socket), checks its SHA-256 when configured, calls Info once to learn the

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -107,6 +108,18 @@ func Serve(h Handler) error {
 	case <-time.After(stopGrace):
 	}
 	return nil
+}
+
+// Main is a plugin binary's whole main function: it serves h (Serve) and,
+// when that fails (the binary was run directly, not by a node), prints the
+// error on stderr and exits with status 1.
+//
+//	func main() { pluginapi.Main(myHandler{}) }
+func Main(h Handler) {
+	if err := Serve(h); err != nil {
+		fmt.Fprintln(os.Stderr, filepath.Base(os.Args[0])+":", err)
+		os.Exit(1)
+	}
 }
 
 // ServeConfig is the go-plugin ServeConfig Serve uses, for a plugin that

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -352,6 +354,25 @@ func TestHostWriterErrorDoesNotStopTheRun(t *testing.T) {
 func TestServeRefusesToRunWithoutAHost(t *testing.T) {
 	t.Setenv(pluginapi.Handshake.MagicCookieKey, "")
 	require.ErrorIs(t, pluginapi.Serve(&funcHandler{info: testInfo}), pluginapi.ErrNotStartedByHost)
+}
+
+// TestMainExitsWithTheErrorWithoutAHost runs Main in a child process (this
+// test binary again) that was not started by a node: it must print why on
+// stderr and exit 1.
+func TestMainExitsWithTheErrorWithoutAHost(t *testing.T) {
+	if os.Getenv("PLUGINAPI_TEST_MAIN") == "1" {
+		pluginapi.Main(&funcHandler{info: testInfo})
+		return // not reached: Main exits
+	}
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestMainExitsWithTheErrorWithoutAHost$")
+	cmd.Env = append(pluginapi.ProcessEnv(), "PLUGINAPI_TEST_MAIN=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "Main must exit non-zero; stderr: %s", stderr.String())
+	require.Equal(t, 1, exit.ExitCode())
+	require.Contains(t, stderr.String(), pluginapi.ErrNotStartedByHost.Error())
 }
 
 func TestProcessEnvDropsHandshakeVariables(t *testing.T) {

@@ -30,6 +30,7 @@ import (
 	"github.com/cronix/cronix/server/handlers"
 	"github.com/cronix/cronix/server/monitor"
 	"github.com/cronix/cronix/server/raftha"
+	"github.com/cronix/cronix/server/report"
 	"github.com/cronix/cronix/server/scheduler"
 	"github.com/cronix/cronix/server/store"
 	"github.com/cronix/cronix/ui"
@@ -90,6 +91,12 @@ type Config struct {
 	// Alert configures alerting; Store, Logger and BaseURL are filled in
 	// by the server (BaseURL defaults to the advertised URL).
 	Alert alert.Config
+	// RunRetention and OutputRetention: the leader deletes finished runs
+	// (empties their output) scheduled longer ago; 0 keeps them.
+	RunRetention, OutputRetention time.Duration
+	// Report tunes the daily report and retention (Store, Logger and the
+	// retentions are filled in by the server); zero fields take defaults.
+	Report report.Config
 	// Metrics receives the replica's metrics; nil = a registry of its own.
 	// On the API port GET /metrics needs a user token.
 	Metrics *metrics.Metrics
@@ -200,7 +207,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		s.url = scheme + "://" + s.listener.Addr().String()
 	}
 	acfg := s.cfg.Alert
-	acfg.Store, acfg.Logger = s.store, s.cfg.Logger
+	acfg.Store, acfg.Logger, acfg.Metrics = s.store, s.cfg.Logger, s.cfg.Metrics
 	if acfg.BaseURL == "" {
 		acfg.BaseURL = s.url
 	}
@@ -246,7 +253,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			s.log.Error("handler catalog sync stopped", "term", term, "err", err)
 		}
 	})
-	mon := monitor.New(monitor.Config{Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, Logger: s.cfg.Logger})
+	mon := monitor.New(monitor.Config{Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, Logger: s.cfg.Logger, Alerts: s.alerts})
 	s.raft.OnLeadership(func(ctx context.Context, term uint64) {
 		if err := mon.Run(ctx); err != nil {
 			s.log.Error("lost-run monitor stopped", "term", term, "err", err)
@@ -265,6 +272,16 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		defer s.wg.Done()
 		s.alerts.WatchLeader(runCtx, s.raft, time.Second, s.cfg.ID)
 	}()
+
+	// The leader keeps the daily report and applies retention.
+	rcfg := s.cfg.Report
+	rcfg.Store, rcfg.Logger = s.store, s.cfg.Logger
+	rcfg.RunRetention, rcfg.OutputRetention = s.cfg.RunRetention, s.cfg.OutputRetention
+	reports, err := report.New(rcfg)
+	if err != nil {
+		return fmt.Errorf("server: reports: %w", err)
+	}
+	s.raft.OnLeadership(func(ctx context.Context, _ uint64) { reports.Run(ctx) })
 
 	s.raft.OnLeadership(func(ctx context.Context, _ uint64) {
 		s.raft.RunPromoter(ctx, raftha.PromoterConfig{Source: registryProgress{etcd: s.etcd}, Interval: statusInterval})

@@ -44,7 +44,7 @@ func Start(cmd *exec.Cmd) error {
 		return err
 	}
 	pgid := cmd.Process.Pid
-	start, serr := startTime(pgid)
+	start, serr := StartTime(pgid)
 	if serr != nil {
 		// Gone already (a zombie still has its stat): nothing to guard.
 		return nil //nolint:nilerr // the process started; only its group is not guarded
@@ -257,7 +257,7 @@ func Sweep(dir string, log *slog.Logger) (int, error) {
 // some process of the group started no earlier than it. It reports whether
 // it sent the signal.
 func KillGroup(pgid int, start uint64) bool {
-	if st, err := startTime(pgid); err == nil {
+	if st, err := StartTime(pgid); err == nil {
 		if st != start {
 			return false // the pid is another process's now
 		}
@@ -292,7 +292,7 @@ type procStat struct {
 }
 
 // startTime is the start time of process pid in clock ticks since boot.
-func startTime(pid int) (uint64, error) {
+func StartTime(pid int) (uint64, error) {
 	st, err := readStat(pid)
 	return st.start, err
 }

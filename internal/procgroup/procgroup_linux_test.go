@@ -91,7 +91,7 @@ func TestPluginDeathKillsTheWholeGroup(t *testing.T) {
 		"the shell's sleep runs")
 	b, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(pgid)))
 	require.NoError(t, err, "the running group is in the journal")
-	start, err := startTime(pgid)
+	start, err := StartTime(pgid)
 	require.NoError(t, err)
 	require.Equal(t, strconv.FormatUint(start, 10)+"\n", string(b))
 
@@ -130,22 +130,22 @@ func TestSweepKillsOnlyRecordedLiveGroups(t *testing.T) {
 	for _, m := range []string{mLive, mOrphan, mReused} {
 		require.Eventually(t, func() bool { return len(withMarker(t, m)) == 1 }, 10*time.Second, 20*time.Millisecond)
 	}
-	require.Eventually(t, func() bool { _, err := startTime(orphan); return err != nil }, 10*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { _, err := StartTime(orphan); return err != nil }, 10*time.Second, 20*time.Millisecond,
 		"the orphan group's leader is gone")
 
 	write := func(pgid int, start uint64) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, strconv.Itoa(pgid)), []byte(strconv.FormatUint(start, 10)+"\n"), 0o600))
 	}
-	st, err := startTime(live)
+	st, err := StartTime(live)
 	require.NoError(t, err)
 	write(live, st)
 	// The orphan's sleep started after its leader: a start time a bit
 	// before the sleep's stands for the leader's.
 	sleeps := withMarker(t, mOrphan)
-	sleepStart, err := startTime(sleeps[0])
+	sleepStart, err := StartTime(sleeps[0])
 	require.NoError(t, err)
 	write(orphan, sleepStart)
-	st, err = startTime(reused)
+	st, err = StartTime(reused)
 	require.NoError(t, err)
 	write(reused, st+1) // another process than the one recorded
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "not-a-pgid"), []byte("1\n"), 0o600))

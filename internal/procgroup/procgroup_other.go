@@ -3,8 +3,10 @@
 package procgroup
 
 import (
+	"errors"
 	"log/slog"
 	"os/exec"
+	"runtime"
 )
 
 // Start starts cmd (a process group of its own where the caller's
@@ -16,3 +18,8 @@ func Done(int) {}
 
 // Sweep does nothing here: there is no journal to read.
 func Sweep(string, *slog.Logger) (int, error) { return 0, nil }
+
+// StartTime is not known here.
+func StartTime(int) (uint64, error) {
+	return 0, errors.New("procgroup: no process start times on " + runtime.GOOS)
+}

@@ -11,16 +11,6 @@
 // See docs/plugins.md for the walk-through.
 package main
 
-import (
-	"fmt"
-	"os"
+import "github.com/cronix/cronix/pluginapi"
 
-	"github.com/cronix/cronix/pluginapi"
-)
-
-func main() {
-	if err := pluginapi.Serve(newNotifier(nil)); err != nil {
-		fmt.Fprintln(os.Stderr, "cronix-plugin-notify:", err)
-		os.Exit(1)
-	}
-}
+func main() { pluginapi.Main(newNotifier(nil)) }

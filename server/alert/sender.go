@@ -87,6 +87,7 @@ func (s *Service) sendDue(ctx context.Context) error {
 		} else {
 			log.Info("alert delivered")
 		}
+		s.countSend(d.Channel, sendErr)
 	}
 	return nil
 }
@@ -133,3 +134,21 @@ func (s *Service) send(ctx context.Context, set Settings, ev *store.AlertEvent, 
 	}
 	return fmt.Errorf("%w: unknown channel %q", errPermanent, d.Channel)
 }
+
+// countSend counts one delivery attempt in the metrics.
+func (s *Service) countSend(channel string, err error) {
+	if s.cfg.Metrics == nil {
+		return
+	}
+	outcome := OutcomeSent
+	if err != nil {
+		outcome = OutcomeFailed
+	}
+	s.cfg.Metrics.AlertSent(channel, outcome)
+}
+
+// Outcomes of a delivery attempt, as Recorder counts them.
+const (
+	OutcomeSent   = "sent"
+	OutcomeFailed = "failed"
+)

@@ -63,6 +63,9 @@ type Config struct {
 	Store Store
 	// Logger receives the service's logs; nil discards them.
 	Logger *slog.Logger
+	// Metrics counts delivery attempts by channel and outcome (satisfied by
+	// *metrics.Metrics); nil counts nothing.
+	Metrics Recorder
 	// Now is the clock; nil = time.Now.
 	Now func() time.Time
 	// Flags are settings given by flags/env; their non-zero fields override
@@ -127,6 +130,11 @@ func (c *Config) setDefaults() {
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = DefaultMaxAttempts
 	}
+}
+
+// Recorder counts alert delivery attempts; outcome is "sent" or "failed".
+type Recorder interface {
+	AlertSent(channel, outcome string)
 }
 
 // Service raises alert events into the outbox and delivers them.

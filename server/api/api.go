@@ -58,6 +58,7 @@ type Store interface {
 	RunByFireID(ctx context.Context, fireID string) (*store.Run, error)
 	ListRuns(ctx context.Context, jobID int64, p store.Page) ([]store.Run, int, error)
 	FindRuns(ctx context.Context, f store.RunFilter, p store.Page) ([]store.Run, int, error)
+	FindDailyReports(ctx context.Context, f store.DailyReportFilter, p store.Page) ([]store.DailyReport, int, error)
 
 	versionStore
 	catalog.Store
@@ -289,6 +290,7 @@ func (s *server) routes() *mux.Router {
 	s.openAPIRoutes(r, v1)    // openapi.go: the OpenAPI 3 document
 	s.clusterRoutes(r, v1)    // cluster.go: replicas, leader, term, raft health
 	s.alertRoutes(r, v1)      // alerts.go: alert events, test send, alerting settings
+	s.reportRoutes(r, v1)     // reports.go: daily report
 	s.userRoutes(r, v1)       // users.go: users and their group grants
 	s.tokenRoutes(r, v1)      // tokens.go: API tokens
 	s.auditRoutes(r, v1)      // audit.go: the audit log

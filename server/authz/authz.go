@@ -155,6 +155,9 @@ var Routes = map[string]Rule{
 	"GET /api/v1/settings/alerting": {Action: Admin},
 	"PUT /api/v1/settings/alerting": {Action: Admin},
 
+	// Daily report (server/api/reports.go), filtered to the caller's groups.
+	"GET /api/v1/reports/daily": {Action: JobsRead},
+
 	// Security events (server/api/security.go): nodes report refused
 	// records; admins read them.
 	"GET /api/v1/security/events": {Action: Admin},

@@ -49,6 +49,7 @@ type jobRow struct {
 	AlarmEmails    string    `bun:"alarm_emails,notnull"`  // comma-separated
 	ChildJobIDs    string    `bun:"child_job_ids,notnull"` // comma-separated ids
 	NodeUUID       string    `bun:"node_uuid,notnull"`
+	AlertOnKill    bool      `bun:"alert_on_kill,notnull"`
 	Revision       int64     `bun:"revision,notnull"`
 	CreatedAt      time.Time `bun:"created_at,notnull"`
 	UpdatedAt      time.Time `bun:"updated_at,notnull"`
@@ -61,6 +62,7 @@ var jobWriteColumns = []string{
 	"timeout_seconds", "enabled", "description", "author",
 	"route_strategy", "block_strategy", "misfire_policy", "misfire_max_catch_up",
 	"retry_count", "retry_interval_seconds", "alarm_emails", "child_job_ids", "node_uuid",
+	"alert_on_kill",
 }
 
 type runRow struct {
@@ -176,6 +178,7 @@ func jobRowOf(j *Job) jobRow {
 		AlarmEmails:    strings.Join(j.AlarmEmails, ","),
 		ChildJobIDs:    joinIDs(j.ChildJobIDs),
 		NodeUUID:       j.NodeUUID,
+		AlertOnKill:    j.AlertOnKill,
 		Revision:       j.Revision,
 		CreatedAt:      j.CreatedAt,
 		UpdatedAt:      j.UpdatedAt,
@@ -209,6 +212,7 @@ func (r *jobRow) domain() Job {
 		AlarmEmails:          splitList(r.AlarmEmails),
 		ChildJobIDs:          splitIDs(r.ChildJobIDs),
 		NodeUUID:             r.NodeUUID,
+		AlertOnKill:          r.AlertOnKill,
 		Revision:             r.Revision,
 		CreatedAt:            r.CreatedAt.UTC(),
 		UpdatedAt:            r.UpdatedAt.UTC(),

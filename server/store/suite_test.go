@@ -30,6 +30,7 @@ func runSuite(t *testing.T, newDSN func(t *testing.T) string) {
 	runRecoverySuite(t, open)
 	runAlertSuite(t, open)
 	runSecuritySuite(t, open)
+	runReportSuite(t, open)
 
 	t.Run("Migrations", func(t *testing.T) {
 		t.Parallel()

@@ -137,6 +137,8 @@ type Job struct {
 	RetryIntervalSeconds int
 	// AlarmEmails receive failure alerts.
 	AlarmEmails []string
+	// AlertOnKill: a killed run of this job raises a run.killed alert.
+	AlertOnKill bool
 	// ChildJobIDs fire when a run of this job succeeds.
 	ChildJobIDs []int64
 	// NodeUUID pins the job to one node (seed 002 "single node" scope); "" = route in the group.

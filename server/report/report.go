@@ -1,0 +1,361 @@
+// Package report is the trigger leader's daily report and retention.
+//
+// # Daily report
+//
+// One row per UTC day and job (table daily_reports): runs by status and
+// the p50/p99 of lateness (scheduled -> started, scheduled fires) and
+// duration (started -> finished) in milliseconds. A run belongs to the day
+// of its scheduled time. Every Interval the leader recomputes the days that
+// are still open — from the stored cursor (the first day not final) to
+// today — by reading their runs in keyset pages of PageSize by
+// (scheduled_at, id) and replacing the day's rows in one transaction. A day
+// becomes final once it ended Settle ago; its rows then never change and
+// the cursor moves past it. Days are computed at most MaxDaysPerPass per
+// pass, so a first start over years of runs catches up over several passes.
+// Counts are exact; percentiles are exact below 1024 ms and within 1.6%
+// above (a fixed-size histogram per job, so a day with millions of runs
+// needs no more memory than its jobs).
+//
+// # Retention
+//
+// After the report, runs older than RunRetention are deleted and the output
+// of runs older than OutputRetention is emptied, terminal runs only, in
+// batches of RetentionBatch rows (one bounded SELECT of ids, one DELETE or
+// UPDATE by id) with RetentionPause between batches, so the trigger loop's
+// own writes interleave (SQLite has one writer), and at most
+// RetentionMaxBatches batches per pass. Runs of a day whose report is not
+// final are never deleted: the report outlives the runs it counts.
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cronix/cronix/server/store"
+)
+
+// Store is the SQL record the service reads and writes (satisfied by *store.Store).
+type Store interface {
+	ReportRunsPage(ctx context.Context, after store.RunKey, to time.Time, limit int) ([]store.ReportRun, error)
+	OldestRunScheduledAt(ctx context.Context) (time.Time, error)
+	ReplaceDailyReports(ctx context.Context, day string, rows []store.DailyReport, final bool) error
+	DeleteRunsBefore(ctx context.Context, cutoff time.Time, limit int) (int, error)
+	ClearOutputBefore(ctx context.Context, cutoff time.Time, after store.RunKey, limit int) (int, store.RunKey, error)
+	GetJob(ctx context.Context, id int64) (*store.Job, error)
+	GetSetting(ctx context.Context, name string) (string, error)
+	PutSetting(ctx context.Context, name, value, updatedBy string) error
+}
+
+var _ Store = (*store.Store)(nil)
+
+// settingCursor names the stored cursor: the first day not final.
+const settingCursor = "report_cursor"
+
+// Defaults of Config.
+const (
+	DefaultInterval            = time.Minute
+	DefaultSettle              = time.Hour
+	DefaultPageSize            = 5000
+	DefaultMaxDaysPerPass      = 7
+	DefaultRetentionBatch      = 1000
+	DefaultRetentionPause      = 20 * time.Millisecond
+	DefaultRetentionMaxBatches = 500
+)
+
+// MinRetention is the shortest retention accepted.
+const MinRetention = time.Hour
+
+// Config wires a Service.
+type Config struct {
+	// Store is the SQL record. Required.
+	Store Store
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Now is the clock; nil = time.Now.
+	Now func() time.Time
+	// Interval between passes (default 1m).
+	Interval time.Duration
+	// Settle: a day is final once it ended this long ago (default 1h), so
+	// that runs scheduled late in the day have finished.
+	Settle time.Duration
+	// PageSize is the runs read per query (default 5000).
+	PageSize int
+	// MaxDaysPerPass bounds the days computed per pass (default 7).
+	MaxDaysPerPass int
+	// RunRetention: terminal runs scheduled longer ago are deleted (0 = kept forever).
+	RunRetention time.Duration
+	// OutputRetention: the output of terminal runs scheduled longer ago is
+	// emptied (0 = kept as long as the run).
+	OutputRetention time.Duration
+	// RetentionBatch is the rows deleted or cleared per statement (default 1000).
+	RetentionBatch int
+	// RetentionPause is the wait between batches (default 20ms).
+	RetentionPause time.Duration
+	// RetentionMaxBatches bounds the batches per pass and kind (default 500).
+	RetentionMaxBatches int
+}
+
+// Validate checks the retentions.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, errors.New("report: Store is required"))
+	}
+	for name, d := range map[string]time.Duration{"run retention": c.RunRetention, "output retention": c.OutputRetention} {
+		if d != 0 && d < MinRetention {
+			errs = append(errs, fmt.Errorf("report: %s %s is below the minimum %s (0 keeps everything)", name, d, MinRetention))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) setDefaults() {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.Interval, DefaultInterval)
+	def(&c.Settle, DefaultSettle)
+	def(&c.RetentionPause, DefaultRetentionPause)
+	defInt := func(n *int, v int) {
+		if *n <= 0 {
+			*n = v
+		}
+	}
+	defInt(&c.PageSize, DefaultPageSize)
+	defInt(&c.MaxDaysPerPass, DefaultMaxDaysPerPass)
+	defInt(&c.RetentionBatch, DefaultRetentionBatch)
+	defInt(&c.RetentionMaxBatches, DefaultRetentionMaxBatches)
+}
+
+// Service computes the daily report and applies retention while this
+// replica leads.
+type Service struct {
+	cfg Config
+	log *slog.Logger
+	// outputAfter is where output retention resumes (per leadership term).
+	outputAfter store.RunKey
+}
+
+// New checks cfg and returns a Service; Run starts it.
+func New(cfg Config) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.setDefaults()
+	return &Service{cfg: cfg, log: cfg.Logger.With("component", "report")}, nil
+}
+
+// Run makes a pass at once and then every Interval until ctx is done.
+// Start it when leadership is gained and cancel ctx when it is lost.
+func (s *Service) Run(ctx context.Context) {
+	s.outputAfter = store.RunKey{}
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := s.Pass(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("report pass failed; retrying next interval", "err", err)
+		}
+		t.Reset(s.cfg.Interval)
+	}
+}
+
+// Pass computes the open days of the report, then applies retention.
+func (s *Service) Pass(ctx context.Context) error {
+	open, err := s.Report(ctx)
+	if err != nil {
+		return err
+	}
+	return s.Retain(ctx, open)
+}
+
+// dayStart is the start of the UTC day of t.
+func dayStart(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+}
+
+// cursor returns the first day not final: the stored one, else the day of
+// the oldest run, else today.
+func (s *Service) cursor(ctx context.Context) (time.Time, error) {
+	raw, err := s.cfg.Store.GetSetting(ctx, settingCursor)
+	switch {
+	case err == nil:
+		var day string
+		if err := json.Unmarshal([]byte(raw), &day); err != nil {
+			return time.Time{}, fmt.Errorf("report: decode cursor %q: %w", raw, err)
+		}
+		t, err := time.Parse(store.DayLayout, day)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("report: decode cursor %q: %w", raw, err)
+		}
+		return t, nil
+	case !errors.Is(err, store.ErrNotFound):
+		return time.Time{}, fmt.Errorf("report: read cursor: %w", err)
+	}
+	oldest, err := s.cfg.Store.OldestRunScheduledAt(ctx)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return dayStart(s.cfg.Now()), nil
+	case err != nil:
+		return time.Time{}, fmt.Errorf("report: oldest run: %w", err)
+	}
+	return dayStart(oldest), nil
+}
+
+// Report recomputes the open days (at most MaxDaysPerPass) and returns the
+// first day still open afterwards.
+func (s *Service) Report(ctx context.Context) (time.Time, error) {
+	open, err := s.cursor(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	now := s.cfg.Now()
+	today := dayStart(now)
+	first := open
+	for day, n := first, 0; !day.After(today) && n < s.cfg.MaxDaysPerPass; day, n = day.AddDate(0, 0, 1), n+1 {
+		final := !now.Before(day.AddDate(0, 0, 1).Add(s.cfg.Settle))
+		if err := s.computeDay(ctx, day, final); err != nil {
+			return open, err
+		}
+		if final && day.Equal(open) {
+			open = day.AddDate(0, 0, 1)
+		}
+	}
+	if !open.Equal(first) {
+		raw, _ := json.Marshal(open.Format(store.DayLayout))
+		if err := s.cfg.Store.PutSetting(ctx, settingCursor, string(raw), "report"); err != nil {
+			return first, fmt.Errorf("report: store cursor: %w", err)
+		}
+	}
+	return open, nil
+}
+
+// computeDay reads the runs of day and replaces its report rows.
+func (s *Service) computeDay(ctx context.Context, day time.Time, final bool) error {
+	jobs := map[int64]*jobDay{}
+	var order []int64
+	after, end := store.RunKey{ScheduledAt: day}, day.AddDate(0, 0, 1)
+	for {
+		runs, err := s.cfg.Store.ReportRunsPage(ctx, after, end, s.cfg.PageSize)
+		if err != nil {
+			return fmt.Errorf("report: %s: %w", day.Format(store.DayLayout), err)
+		}
+		for i := range runs {
+			r := &runs[i]
+			a, ok := jobs[r.JobID]
+			if !ok {
+				a = &jobDay{row: store.DailyReport{JobID: r.JobID}}
+				jobs[r.JobID] = a
+				order = append(order, r.JobID)
+			}
+			a.add(r)
+		}
+		if len(runs) < s.cfg.PageSize {
+			break
+		}
+		last := runs[len(runs)-1]
+		after = store.RunKey{ScheduledAt: last.ScheduledAt, ID: last.ID}
+	}
+	rows := make([]store.DailyReport, 0, len(order))
+	for _, id := range order {
+		a := jobs[id]
+		j, err := s.cfg.Store.GetJob(ctx, id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			a.row.JobName = fmt.Sprintf("(deleted job %d)", id)
+		case err != nil:
+			return fmt.Errorf("report: job %d: %w", id, err)
+		default:
+			a.row.JobName, a.row.Group = j.Name, j.Group
+		}
+		rows = append(rows, a.result())
+	}
+	day0 := day.Format(store.DayLayout)
+	if err := s.cfg.Store.ReplaceDailyReports(ctx, day0, rows, final); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	s.log.Debug("daily report computed", "day", day0, "jobs", len(rows), "final", final)
+	return nil
+}
+
+// Retain applies retention: runs are deleted only before open, the first
+// day whose report is not final.
+func (s *Service) Retain(ctx context.Context, open time.Time) error {
+	now := s.cfg.Now()
+	if s.cfg.RunRetention > 0 {
+		cutoff := now.Add(-s.cfg.RunRetention)
+		if open.Before(cutoff) {
+			cutoff = open
+		}
+		n, err := s.batches(ctx, func() (int, error) {
+			return s.cfg.Store.DeleteRunsBefore(ctx, cutoff, s.cfg.RetentionBatch)
+		})
+		if n > 0 {
+			s.log.Info("run retention deleted runs", "runs", n, "before", cutoff.UTC().Format(time.RFC3339))
+		}
+		if err != nil {
+			return fmt.Errorf("report: run retention: %w", err)
+		}
+	}
+	if s.cfg.OutputRetention > 0 {
+		cutoff := now.Add(-s.cfg.OutputRetention)
+		n, err := s.batches(ctx, func() (int, error) {
+			n, next, err := s.cfg.Store.ClearOutputBefore(ctx, cutoff, s.outputAfter, s.cfg.RetentionBatch)
+			s.outputAfter = next
+			return n, err
+		})
+		if n > 0 {
+			s.log.Info("output retention read runs", "runs", n, "before", cutoff.UTC().Format(time.RFC3339))
+		}
+		if err != nil {
+			return fmt.Errorf("report: output retention: %w", err)
+		}
+	}
+	return nil
+}
+
+// batches calls batch until it returns less than RetentionBatch (or
+// RetentionMaxBatches were made), pausing RetentionPause in between, and
+// returns the rows it handled.
+func (s *Service) batches(ctx context.Context, batch func() (int, error)) (int, error) {
+	total := 0
+	for i := 0; i < s.cfg.RetentionMaxBatches; i++ {
+		if i > 0 && !pause(ctx, s.cfg.RetentionPause) {
+			return total, ctx.Err()
+		}
+		n, err := batch()
+		total += n
+		if err != nil || n < s.cfg.RetentionBatch {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

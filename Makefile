@@ -10,10 +10,16 @@ HTTP_ADDR ?= 127.0.0.1:8080
 BENCH_JOBS ?= 1000
 BENCH_SECONDS ?= 60
 FAILOVER_TRIALS ?= 20
+# make bench-retention RETENTION_JOBS=200 RETENTION_SECONDS=60 RETENTION_BACKLOG=300000 RETENTION_ROUNDS=1
+RETENTION_JOBS ?= 200
+RETENTION_SECONDS ?= 60
+RETENTION_BACKLOG ?= 300000
+RETENTION_ROUNDS ?= 1
+RETENTION_NOTE ?=
 GOLANGCI_VERSION ?= v2.6.2
 FUZZ_TIME ?= 15s
 
-.PHONY: help build run run-ha test test-race test-ui ui bench lint fmt clean docs
+.PHONY: help build run run-ha test test-race test-ui ui bench bench-failover bench-retention lint fmt clean docs
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -50,6 +56,9 @@ bench: build ## fire throughput/lateness/RSS (BENCH_JOBS jobs every second for B
 
 bench-failover: build ## only the HA failover gap: kill the leader FAILOVER_TRIALS times
 	$(GO) run ./bench/failover --binary $(BIN) --trials $(FAILOVER_TRIALS) --out docs/benchmarks.md
+
+bench-retention: build ## lateness of RETENTION_JOBS jobs firing every second with and without retention deleting RETENTION_BACKLOG old runs; writes docs/benchmarks.md
+	$(GO) run ./bench/retention --binary $(BIN) --jobs $(RETENTION_JOBS) --seconds $(RETENTION_SECONDS) --backlog $(RETENTION_BACKLOG) --rounds $(RETENTION_ROUNDS) --note "$(RETENTION_NOTE)" --out docs/benchmarks.md
 
 lint: ## gofmt, go vet and golangci-lint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }

@@ -43,8 +43,8 @@ type Store interface {
 	ReportRunsPage(ctx context.Context, after store.RunKey, to time.Time, limit int) ([]store.ReportRun, error)
 	OldestRunScheduledAt(ctx context.Context) (time.Time, error)
 	ReplaceDailyReports(ctx context.Context, day string, rows []store.DailyReport, final bool) error
-	DeleteRunsBefore(ctx context.Context, cutoff time.Time, limit int) (int, error)
-	ClearOutputBefore(ctx context.Context, cutoff time.Time, after store.RunKey, limit int) (int, store.RunKey, error)
+	DeleteRunsBefore(ctx context.Context, cutoff time.Time, after store.RunKey, limit int) (read, deleted int, next store.RunKey, err error)
+	ClearOutputBefore(ctx context.Context, cutoff time.Time, after store.RunKey, limit int) (read, cleared int, next store.RunKey, err error)
 	GetJob(ctx context.Context, id int64) (*store.Job, error)
 	GetSetting(ctx context.Context, name string) (string, error)
 	PutSetting(ctx context.Context, name, value, updatedBy string) error
@@ -61,9 +61,9 @@ const (
 	DefaultSettle              = time.Hour
 	DefaultPageSize            = 5000
 	DefaultMaxDaysPerPass      = 7
-	DefaultRetentionBatch      = 1000
-	DefaultRetentionPause      = 20 * time.Millisecond
-	DefaultRetentionMaxBatches = 500
+	DefaultRetentionBatch      = 250
+	DefaultRetentionPause      = 25 * time.Millisecond
+	DefaultRetentionMaxBatches = 2000
 )
 
 // MinRetention is the shortest retention accepted.
@@ -91,11 +91,13 @@ type Config struct {
 	// OutputRetention: the output of terminal runs scheduled longer ago is
 	// emptied (0 = kept as long as the run).
 	OutputRetention time.Duration
-	// RetentionBatch is the rows deleted or cleared per statement (default 1000).
+	// RetentionBatch is the rows deleted or cleared per statement (default
+	// 250: on SQLite, one writer, a statement holds the write lock the
+	// trigger loop waits for, so it must stay short).
 	RetentionBatch int
-	// RetentionPause is the wait between batches (default 20ms).
+	// RetentionPause is the wait between batches (default 25ms).
 	RetentionPause time.Duration
-	// RetentionMaxBatches bounds the batches per pass and kind (default 500).
+	// RetentionMaxBatches bounds the batches per pass and kind (default 2000).
 	RetentionMaxBatches int
 }
 
@@ -296,7 +298,8 @@ func (s *Service) computeDay(ctx context.Context, day time.Time, final bool) err
 }
 
 // Retain applies retention: runs are deleted only before open, the first
-// day whose report is not final.
+// day whose report is not final. Each kind walks the old runs from the
+// oldest in (scheduled_at, id) order, one batch at a time.
 func (s *Service) Retain(ctx context.Context, open time.Time) error {
 	now := s.cfg.Now()
 	if s.cfg.RunRetention > 0 {
@@ -304,8 +307,11 @@ func (s *Service) Retain(ctx context.Context, open time.Time) error {
 		if open.Before(cutoff) {
 			cutoff = open
 		}
-		n, err := s.batches(ctx, func() (int, error) {
-			return s.cfg.Store.DeleteRunsBefore(ctx, cutoff, s.cfg.RetentionBatch)
+		var after store.RunKey
+		n, err := s.batches(ctx, func() (int, int, error) {
+			read, deleted, next, err := s.cfg.Store.DeleteRunsBefore(ctx, cutoff, after, s.cfg.RetentionBatch)
+			after = next
+			return read, deleted, err
 		})
 		if n > 0 {
 			s.log.Info("run retention deleted runs", "runs", n, "before", cutoff.UTC().Format(time.RFC3339))
@@ -316,13 +322,13 @@ func (s *Service) Retain(ctx context.Context, open time.Time) error {
 	}
 	if s.cfg.OutputRetention > 0 {
 		cutoff := now.Add(-s.cfg.OutputRetention)
-		n, err := s.batches(ctx, func() (int, error) {
-			n, next, err := s.cfg.Store.ClearOutputBefore(ctx, cutoff, s.outputAfter, s.cfg.RetentionBatch)
+		n, err := s.batches(ctx, func() (int, int, error) {
+			read, cleared, next, err := s.cfg.Store.ClearOutputBefore(ctx, cutoff, s.outputAfter, s.cfg.RetentionBatch)
 			s.outputAfter = next
-			return n, err
+			return read, cleared, err
 		})
 		if n > 0 {
-			s.log.Info("output retention read runs", "runs", n, "before", cutoff.UTC().Format(time.RFC3339))
+			s.log.Info("output retention emptied run outputs", "runs", n, "before", cutoff.UTC().Format(time.RFC3339))
 		}
 		if err != nil {
 			return fmt.Errorf("report: output retention: %w", err)
@@ -331,18 +337,18 @@ func (s *Service) Retain(ctx context.Context, open time.Time) error {
 	return nil
 }
 
-// batches calls batch until it returns less than RetentionBatch (or
-// RetentionMaxBatches were made), pausing RetentionPause in between, and
-// returns the rows it handled.
-func (s *Service) batches(ctx context.Context, batch func() (int, error)) (int, error) {
+// batches calls batch (which reports the rows it read and changed) until
+// it reads less than RetentionBatch or RetentionMaxBatches were made,
+// pausing RetentionPause in between, and returns the rows it changed.
+func (s *Service) batches(ctx context.Context, batch func() (read, changed int, err error)) (int, error) {
 	total := 0
 	for i := 0; i < s.cfg.RetentionMaxBatches; i++ {
 		if i > 0 && !pause(ctx, s.cfg.RetentionPause) {
 			return total, ctx.Err()
 		}
-		n, err := batch()
-		total += n
-		if err != nil || n < s.cfg.RetentionBatch {
+		read, changed, err := batch()
+		total += changed
+		if err != nil || read < s.cfg.RetentionBatch {
 			return total, err
 		}
 	}

@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/cronix/cronix/server/store"
@@ -45,7 +46,7 @@ type Store interface {
 	ReplaceDailyReports(ctx context.Context, day string, rows []store.DailyReport, final bool) error
 	DeleteRunsBefore(ctx context.Context, cutoff time.Time, after store.RunKey, limit int) (read, deleted int, next store.RunKey, err error)
 	ClearOutputBefore(ctx context.Context, cutoff time.Time, after store.RunKey, limit int) (read, cleared int, next store.RunKey, err error)
-	GetJob(ctx context.Context, id int64) (*store.Job, error)
+	JobLabels(ctx context.Context, ids []int64) (map[int64]store.JobLabel, error)
 	GetSetting(ctx context.Context, name string) (string, error)
 	PutSetting(ctx context.Context, name, value, updatedBy string) error
 }
@@ -146,7 +147,10 @@ func (c *Config) setDefaults() {
 type Service struct {
 	cfg Config
 	log *slog.Logger
-	// outputAfter is where output retention resumes (per leadership term).
+	// mu serializes passes: a new term's Run may start before the old one
+	// has returned.
+	mu sync.Mutex
+	// outputAfter is where output retention resumes (guarded by mu).
 	outputAfter store.RunKey
 }
 
@@ -162,7 +166,9 @@ func New(cfg Config) (*Service, error) {
 // Run makes a pass at once and then every Interval until ctx is done.
 // Start it when leadership is gained and cancel ctx when it is lost.
 func (s *Service) Run(ctx context.Context) {
+	s.mu.Lock()
 	s.outputAfter = store.RunKey{}
+	s.mu.Unlock()
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -180,11 +186,13 @@ func (s *Service) Run(ctx context.Context) {
 
 // Pass computes the open days of the report, then applies retention.
 func (s *Service) Pass(ctx context.Context) error {
-	open, err := s.Report(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	open, err := s.report(ctx)
 	if err != nil {
 		return err
 	}
-	return s.Retain(ctx, open)
+	return s.retain(ctx, open)
 }
 
 // dayStart is the start of the UTC day of t.
@@ -224,6 +232,12 @@ func (s *Service) cursor(ctx context.Context) (time.Time, error) {
 // Report recomputes the open days (at most MaxDaysPerPass) and returns the
 // first day still open afterwards.
 func (s *Service) Report(ctx context.Context) (time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.report(ctx)
+}
+
+func (s *Service) report(ctx context.Context) (time.Time, error) {
 	open, err := s.cursor(ctx)
 	if err != nil {
 		return time.Time{}, err
@@ -275,17 +289,17 @@ func (s *Service) computeDay(ctx context.Context, day time.Time, final bool) err
 		last := runs[len(runs)-1]
 		after = store.RunKey{ScheduledAt: last.ScheduledAt, ID: last.ID}
 	}
+	labels, err := s.cfg.Store.JobLabels(ctx, order)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
 	rows := make([]store.DailyReport, 0, len(order))
 	for _, id := range order {
 		a := jobs[id]
-		j, err := s.cfg.Store.GetJob(ctx, id)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
+		if l, ok := labels[id]; ok {
+			a.row.JobName, a.row.Group = l.Name, l.Group
+		} else {
 			a.row.JobName = fmt.Sprintf("(deleted job %d)", id)
-		case err != nil:
-			return fmt.Errorf("report: job %d: %w", id, err)
-		default:
-			a.row.JobName, a.row.Group = j.Name, j.Group
 		}
 		rows = append(rows, a.result())
 	}
@@ -301,6 +315,12 @@ func (s *Service) computeDay(ctx context.Context, day time.Time, final bool) err
 // day whose report is not final. Each kind walks the old runs from the
 // oldest in (scheduled_at, id) order, one batch at a time.
 func (s *Service) Retain(ctx context.Context, open time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.retain(ctx, open)
+}
+
+func (s *Service) retain(ctx context.Context, open time.Time) error {
 	now := s.cfg.Now()
 	if s.cfg.RunRetention > 0 {
 		cutoff := now.Add(-s.cfg.RunRetention)

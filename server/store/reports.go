@@ -114,6 +114,34 @@ func (s *Store) OldestRunScheduledAt(ctx context.Context) (time.Time, error) {
 	return utc(rows[0].ScheduledAt), nil
 }
 
+// JobLabel is a job's name and group.
+type JobLabel struct {
+	Name, Group string
+}
+
+// JobLabels returns the name and group of the jobs among ids that exist,
+// reading 500 ids per query.
+func (s *Store) JobLabels(ctx context.Context, ids []int64) (map[int64]JobLabel, error) {
+	out := make(map[int64]JobLabel, len(ids))
+	for lo := 0; lo < len(ids); lo += reportInsertBatch {
+		var rows []struct {
+			ID        int64  `bun:"id"`
+			Name      string `bun:"name"`
+			GroupName string `bun:"group_name"`
+		}
+		chunk := ids[lo:min(lo+reportInsertBatch, len(ids))]
+		err := s.db.NewSelect().TableExpr("jobs AS j").Column("j.id", "j.name", "j.group_name").
+			Where("j.id IN (?)", bun.List(chunk)).Scan(ctx, &rows)
+		if err != nil {
+			return nil, wrap(err, "names of %d jobs", len(chunk))
+		}
+		for _, r := range rows {
+			out[r.ID] = JobLabel{Name: r.Name, Group: r.GroupName}
+		}
+	}
+	return out, nil
+}
+
 // reportInsertBatch bounds the rows of one INSERT (SQLite allows 32766
 // bound values; a row has 20).
 const reportInsertBatch = 500

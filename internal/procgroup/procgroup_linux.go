@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -91,6 +92,7 @@ type registry struct {
 	mu      sync.Mutex
 	live    map[int]uint64 // pgid → its leader's start time
 	guard   io.WriteCloser // the guard's stdin; nil until started or after it failed
+	noGuard bool           // a guard could not be started: not tried again (warned once)
 	dirMade bool
 }
 
@@ -112,7 +114,9 @@ func (r *registry) add(pgid int, start uint64) {
 		}
 	}
 	if r.guard == nil {
-		r.startGuardLocked() // tells it every live group, this one included
+		if !r.noGuard {
+			r.startGuardLocked() // tells it every live group, this one included
+		}
 		return
 	}
 	r.sendLocked(fmt.Sprintf("+ %d %d\n", pgid, start))
@@ -149,6 +153,7 @@ func (r *registry) sendLocked(line string) {
 func (r *registry) startGuardLocked() {
 	exe, err := os.Executable()
 	if err != nil {
+		r.noGuard = true
 		warnf("no guard: %v", err)
 		return
 	}
@@ -159,10 +164,13 @@ func (r *registry) startGuardLocked() {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	w, err := cmd.StdinPipe()
 	if err != nil {
-		warnf("no guard: %v", err)
+		warnf("no guard for now: %v", err) // out of fds: tried again with the next run
 		return
 	}
 	if err := cmd.Start(); err != nil {
+		// A missing or unrunnable executable stays so; anything else
+		// (out of processes, memory) is tried again with the next run.
+		r.noGuard = errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)
 		warnf("no guard: starting %s: %v", exe, err)
 		return
 	}

@@ -75,7 +75,9 @@ type MeResponse struct {
 	Role     string  `json:"role"`
 	Groups   []int64 `json:"groups"`
 	Disabled bool    `json:"disabled"`
-	// CSRFToken is the session's CSRF token ("" for an API token).
+	// CSRFToken is the session's CSRF token when the caller authenticated with
+	// the session cookie (so a reloaded page gets it back); "" for a bearer
+	// token (a session or API token), which CSRF does not apply to.
 	CSRFToken string `json:"csrf_token"`
 }
 
@@ -205,6 +207,8 @@ type JobRequest struct {
 	RetryIntervalSeconds int `json:"retry_interval_seconds"`
 	// AlarmEmails are bare e-mail addresses alerted on failure.
 	AlarmEmails []string `json:"alarm_emails"`
+	// AlertOnKill: a killed run raises a run.killed alert (default false).
+	AlertOnKill bool `json:"alert_on_kill"`
 	// ChildJobIDs are existing jobs fired when a run of this job succeeds.
 	ChildJobIDs []int64 `json:"child_job_ids"`
 	// NodeUUID pins the job to one live node of its group; "" = routed.
@@ -240,6 +244,7 @@ type Job struct {
 	RetryCount           int             `json:"retry_count"`
 	RetryIntervalSeconds int             `json:"retry_interval_seconds"`
 	AlarmEmails          []string        `json:"alarm_emails"`
+	AlertOnKill          bool            `json:"alert_on_kill"`
 	ChildJobIDs          []int64         `json:"child_job_ids"`
 	NodeUUID             string          `json:"node_uuid"`
 	Revision             int64           `json:"revision"`
@@ -272,6 +277,7 @@ func jobFromStore(j *store.Job) Job {
 		RetryCount:           j.RetryCount,
 		RetryIntervalSeconds: j.RetryIntervalSeconds,
 		AlarmEmails:          nonNil(j.AlarmEmails),
+		AlertOnKill:          j.AlertOnKill,
 		ChildJobIDs:          nonNil(j.ChildJobIDs),
 		NodeUUID:             j.NodeUUID,
 		Revision:             j.Revision,

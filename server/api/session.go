@@ -200,7 +200,8 @@ func (s *server) logout(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// me handles GET /api/v1/auth/me.
+// me handles GET /api/v1/auth/me: who is calling, and for a cookie session
+// its CSRF token.
 func (s *server) me(w http.ResponseWriter, r *http.Request) error {
 	p := PrincipalFrom(r.Context())
 	u, err := s.store.GetUser(r.Context(), p.UserID)
@@ -211,8 +212,15 @@ func (s *server) me(w http.ResponseWriter, r *http.Request) error {
 	if groups == nil {
 		groups = []int64{}
 	}
+	// The CSRF token goes back to cookie sessions only: a page reload loses
+	// the browser's in-memory copy, and /auth/me restores it. A bearer caller
+	// needs none (CSRF applies to cookies only), so none is echoed to it.
+	csrf := ""
+	if p.Cookie {
+		csrf = p.CSRFToken
+	}
 	writeJSON(w, http.StatusOK, MeResponse{ID: u.ID, Username: u.Username, Role: p.Role, Groups: groups,
-		Disabled: u.Disabled, CSRFToken: p.CSRFToken})
+		Disabled: u.Disabled, CSRFToken: csrf})
 	return nil
 }
 

@@ -1,4 +1,4 @@
-import { api, isApiError, setBearerToken, setCsrfToken } from './http';
+import { api, isApiError, setCsrfToken } from './http';
 
 export type Role = 'admin' | 'operator' | 'viewer';
 
@@ -15,9 +15,7 @@ interface MeWire extends Partial<Me> {
 }
 
 interface LoginWire {
-  token: string;
-  expires_at: string;
-  csrf_token?: string;
+  csrf_token: string;
   user?: MeWire;
 }
 
@@ -25,7 +23,7 @@ function toMe(w: MeWire, fallbackName = ''): Me {
   return {
     id: w.id ?? 0,
     username: w.username ?? fallbackName,
-    role: (w.role as Role | undefined) ?? 'admin',
+    role: (w.role as Role | undefined) ?? 'viewer',
     groups: w.groups ?? [],
     disabled: w.disabled ?? false,
   };
@@ -33,32 +31,35 @@ function toMe(w: MeWire, fallbackName = ''): Me {
 
 /**
  * me returns the logged-in user from the session cookie, or null when there
- * is no session. It also picks up the session's CSRF token.
+ * is no session. It also restores the session's CSRF token, which lives in
+ * memory only and so is lost on every page load.
  */
 export async function me(): Promise<Me | null> {
   try {
     const w = await api<MeWire>('/auth/me', { quiet401: true });
-    if (w.csrf_token) setCsrfToken(w.csrf_token);
+    setCsrfToken(w.csrf_token || null);
     return toMe(w);
   } catch (e) {
-    if (isApiError(e, 401) || isApiError(e, 404)) return null;
+    if (isApiError(e, 401) || isApiError(e, 404)) {
+      setCsrfToken(null);
+      return null;
+    }
     throw e;
   }
 }
 
+/**
+ * login starts a cookie session (the server sets the HttpOnly cronix_session
+ * cookie) and keeps its CSRF token in memory. The session token in the reply
+ * is not kept: the cookie is the only credential the browser uses.
+ */
 export async function login(username: string, password: string): Promise<Me> {
   const w = await api<LoginWire>('/auth/login', { method: 'POST', body: { username, password }, quiet401: true });
-  if (w.csrf_token) {
-    // Cookie session: the token in the reply is not needed by the browser.
-    setCsrfToken(w.csrf_token);
-    setBearerToken(null);
-    if (w.user) return toMe(w.user, username);
-    const u = await me();
-    if (u) return u;
-  }
-  // A server without cookie sessions: keep its bearer token in memory only.
-  setBearerToken(w.token);
-  return toMe(w.user ?? {}, username);
+  setCsrfToken(w.csrf_token || null);
+  if (w.user) return toMe(w.user, username);
+  const u = await me();
+  if (!u) throw new Error('login did not start a session');
+  return u;
 }
 
 export async function logout(): Promise<void> {
@@ -68,7 +69,6 @@ export async function logout(): Promise<void> {
     if (!isApiError(e, 404) && !isApiError(e, 401)) throw e;
   } finally {
     setCsrfToken(null);
-    setBearerToken(null);
   }
 }
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { api, ApiError, buildUrl, setBearerToken, setCsrfToken, setUnauthorizedHandler } from './http';
+import { api, ApiError, buildUrl, setCsrfToken, setUnauthorizedHandler } from './http';
 
 function reply(status: number, body?: unknown): Response {
   return new Response(body === undefined ? null : JSON.stringify(body), {
@@ -13,7 +13,6 @@ describe('http', () => {
   beforeEach(() => {
     vi.stubGlobal('fetch', fetchMock);
     setCsrfToken(null);
-    setBearerToken(null);
     setUnauthorizedHandler(null);
   });
   afterEach(() => {
@@ -37,6 +36,9 @@ describe('http', () => {
     expect((getInit.headers as Headers).get('X-CSRF-Token')).toBeNull();
     expect((postInit.headers as Headers).get('X-CSRF-Token')).toBe('c5rf');
     expect(postInit.credentials).toBe('same-origin');
+    expect(getInit.credentials).toBe('same-origin');
+    expect((getInit.headers as Headers).get('Authorization')).toBeNull();
+    expect((postInit.headers as Headers).get('Authorization')).toBeNull();
     expect(postInit.body).toBe('{"name":"x"}');
   });
 

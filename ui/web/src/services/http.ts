@@ -2,9 +2,9 @@
 //
 // Authentication is the session cookie (cronix_session, HttpOnly) the server
 // sets at login; state-changing requests carry the session's CSRF token in
-// X-CSRF-Token. No token is ever written to localStorage. Servers without the
-// cookie session answer login with a bearer token only: it is kept in memory
-// for this tab (a reload asks to log in again).
+// X-CSRF-Token. The CSRF token lives in memory only (never in localStorage or
+// sessionStorage); after a reload GET /api/v1/auth/me gives it back to the
+// cookie session. The app never sends an Authorization header.
 
 export class ApiError extends Error {
   readonly status: number;
@@ -23,15 +23,15 @@ export function isApiError(e: unknown, status?: number): e is ApiError {
 }
 
 let csrfToken: string | null = null;
-let bearerToken: string | null = null;
 let onUnauthorized: (() => void) | null = null;
 
 export function setCsrfToken(token: string | null): void {
   csrfToken = token;
 }
 
-export function setBearerToken(token: string | null): void {
-  bearerToken = token;
+/** The in-memory CSRF token of the session (null when logged out). */
+export function getCsrfToken(): string | null {
+  return csrfToken;
 }
 
 /** Called on every 401 so the app can go to the login page. */
@@ -63,7 +63,6 @@ function headers(method: string, hasBody: boolean): Headers {
   const h = new Headers({ Accept: 'application/json' });
   if (hasBody) h.set('Content-Type', 'application/json');
   if (unsafeMethods.has(method) && csrfToken) h.set('X-CSRF-Token', csrfToken);
-  if (bearerToken) h.set('Authorization', 'Bearer ' + bearerToken);
   return h;
 }
 

@@ -192,7 +192,9 @@ func (r *registry) startGuardLocked() {
 func runGuard(in io.Reader, dir string) int {
 	// Its life is the plugin's: a terminal's ^C or a TERM meant for the
 	// plugin's group must not take it away first.
-	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM)
+	// Its stderr is the plugin's, read by the node: once the node is gone,
+	// a write there must fail, not kill the guard (SIGPIPE on fd 2).
+	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGPIPE)
 	live := map[int]uint64{}
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
@@ -214,13 +216,17 @@ func runGuard(in io.Reader, dir string) int {
 			delete(live, pgid)
 		}
 	}
-	for pgid, start := range live {
+	var killed []int
+	for pgid, start := range live { // every kill first, then the words
 		if KillGroup(pgid, start) {
-			warnf("guard: the plugin died; killed the process group %d it had started", pgid)
+			killed = append(killed, pgid)
 		}
 		if dir != "" {
 			_ = os.Remove(filepath.Join(dir, strconv.Itoa(pgid)))
 		}
+	}
+	if len(killed) > 0 {
+		warnf("guard: the plugin died; killed the process groups %v it had started", killed)
 	}
 	return 0
 }

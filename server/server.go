@@ -253,7 +253,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			s.log.Error("handler catalog sync stopped", "term", term, "err", err)
 		}
 	})
-	mon := monitor.New(monitor.Config{Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, Logger: s.cfg.Logger})
+	mon := monitor.New(monitor.Config{Store: s.store, Etcd: s.etcd, Keys: s.cfg.Keys, Logger: s.cfg.Logger, Alerts: s.alerts})
 	s.raft.OnLeadership(func(ctx context.Context, term uint64) {
 		if err := mon.Run(ctx); err != nil {
 			s.log.Error("lost-run monitor stopped", "term", term, "err", err)

@@ -48,8 +48,10 @@ type scanner struct {
 // RunScanner raises run events while this replica leads: it reads the runs
 // that became terminal (in order of updated_at, from a cursor kept in SQL)
 // and fires that were never dispatched, and raises run.failed, run.timeout,
-// run.lost, schedule.missed and job.recovered. Start it when leadership is
-// gained and cancel ctx when it is lost; it returns when ctx is done.
+// run.lost, run.killed (jobs with AlertOnKill), schedule.missed and
+// job.recovered (node.down is raised by the lost-run monitor). Start it when
+// leadership is gained and cancel ctx when it is lost; it returns when ctx
+// is done.
 func (s *Service) RunScanner(ctx context.Context) {
 	sc := &scanner{s: s, jobs: map[int64]*jobState{}, seen: map[string]time.Time{}, missed: map[string]bool{}}
 	for ctx.Err() == nil {
@@ -206,8 +208,19 @@ func (sc *scanner) run(ctx context.Context, set Settings, r *store.Run) error {
 		kind = KindRunTimeout
 	case cluster.StatusLost:
 		kind = KindRunLost
+	case cluster.StatusKilled:
+		// A person (or a COVER_EARLY block strategy) ended it: alerted only
+		// for jobs that ask for it, and outside failure episodes.
+		j, err := sc.s.cfg.Store.GetJob(ctx, r.JobID)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && !j.AlertOnKill) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("alert: job %d of killed run %s: %w", r.JobID, r.FireID, err)
+		}
+		kind = KindRunKilled
 	default:
-		return nil // killed: a person did it (run.killed is not raised yet)
+		return nil
 	}
 	if err := sc.fillOutput(ctx, r); err != nil {
 		return err

@@ -207,6 +207,8 @@ type JobRequest struct {
 	RetryIntervalSeconds int `json:"retry_interval_seconds"`
 	// AlarmEmails are bare e-mail addresses alerted on failure.
 	AlarmEmails []string `json:"alarm_emails"`
+	// AlertOnKill: a killed run raises a run.killed alert (default false).
+	AlertOnKill bool `json:"alert_on_kill"`
 	// ChildJobIDs are existing jobs fired when a run of this job succeeds.
 	ChildJobIDs []int64 `json:"child_job_ids"`
 	// NodeUUID pins the job to one live node of its group; "" = routed.
@@ -242,6 +244,7 @@ type Job struct {
 	RetryCount           int             `json:"retry_count"`
 	RetryIntervalSeconds int             `json:"retry_interval_seconds"`
 	AlarmEmails          []string        `json:"alarm_emails"`
+	AlertOnKill          bool            `json:"alert_on_kill"`
 	ChildJobIDs          []int64         `json:"child_job_ids"`
 	NodeUUID             string          `json:"node_uuid"`
 	Revision             int64           `json:"revision"`
@@ -274,6 +277,7 @@ func jobFromStore(j *store.Job) Job {
 		RetryCount:           j.RetryCount,
 		RetryIntervalSeconds: j.RetryIntervalSeconds,
 		AlarmEmails:          nonNil(j.AlarmEmails),
+		AlertOnKill:          j.AlertOnKill,
 		ChildJobIDs:          nonNil(j.ChildJobIDs),
 		NodeUUID:             j.NodeUUID,
 		Revision:             j.Revision,

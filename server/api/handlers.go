@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/gorilla/mux"
 
@@ -20,8 +22,12 @@ type HandlerItem struct {
 	Version      string          `json:"version"`
 	Description  string          `json:"description"`
 	ParamsSchema json.RawMessage `json:"params_schema"`
-	// Nodes is how many live nodes offer the handler.
+	// Nodes is how many live nodes offer the handler (of ?group= when
+	// given; only nodes of groups the caller may see). 0: the handler is
+	// known (built in, or published earlier) but no such node offers it now.
 	Nodes int `json:"nodes"`
+	// Groups are the groups of those nodes, sorted.
+	Groups []string `json:"groups"`
 }
 
 // HandlerList is the body of GET /api/v1/handlers.
@@ -34,22 +40,59 @@ func (s *server) handlerRoutes(r *mux.Router, v1 string) {
 	r.Handle(v1+"/handlers", s.user(MaxBodyBytes, s.listHandlers)).Methods(http.MethodGet)
 }
 
-// listHandlers handles GET /api/v1/handlers: every handler some live node
-// publishes, with the newest version's description and params schema.
+// listHandlers handles GET /api/v1/handlers[?group=]: the handler catalog,
+// the handlers jobs may name. Every handler a live node publishes (newest
+// version's description and params schema), then the ones known from
+// earlier (SQL) or built in that no live node offers now. A user limited to
+// some groups sees the handlers offered by nodes of those groups and the
+// built-in ones; an admin sees every one.
 func (s *server) listHandlers(w http.ResponseWriter, r *http.Request) error {
-	descs, err := handlers.Descriptions(r.Context(), s.etcd, s.keys, s.log)
+	ctx := r.Context()
+	group := strings.TrimSpace(r.URL.Query().Get("group"))
+	known, err := s.catalog.Handlers(ctx)
 	if err != nil {
 		return err
 	}
-	merged := handlers.Merge(descs)
-	out := HandlerList{Items: make([]HandlerItem, 0, len(merged))}
-	for _, h := range merged {
-		schema := h.ParamsSchema
-		if len(schema) == 0 {
-			schema = json.RawMessage("{}")
+	nodes, err := s.liveNodes(ctx)
+	if err != nil {
+		return err
+	}
+	visible := map[string]bool{} // group → the caller may see it
+	nodeGroup := map[string]string{}
+	for _, n := range nodes {
+		if group != "" && n.Group != group {
+			continue
 		}
-		out.Items = append(out.Items, HandlerItem{Name: h.Name, Version: h.Version, Description: h.Description,
-			ParamsSchema: schema, Nodes: len(h.Nodes)})
+		if _, seen := visible[n.Group]; !seen {
+			if visible[n.Group], err = s.groupVisible(ctx, n.Group); err != nil {
+				return err
+			}
+		}
+		if visible[n.Group] {
+			nodeGroup[n.UUID] = n.Group
+		}
+	}
+	all := PrincipalFrom(ctx).AllGroups()
+	out := HandlerList{Items: make([]HandlerItem, 0, len(known))}
+	for _, h := range known {
+		item := HandlerItem{Name: h.Name, Version: h.Version, Description: h.Description, ParamsSchema: h.ParamsSchema,
+			Groups: []string{}}
+		if len(item.ParamsSchema) == 0 {
+			item.ParamsSchema = json.RawMessage("{}")
+		}
+		for _, uuid := range h.Nodes {
+			if g, ok := nodeGroup[uuid]; ok {
+				item.Nodes++
+				if !slices.Contains(item.Groups, g) {
+					item.Groups = append(item.Groups, g)
+				}
+			}
+		}
+		if item.Nodes == 0 && !all && !s.catalog.Builtin(h.Name) {
+			continue // offered only outside the caller's groups, or by no node now
+		}
+		slices.Sort(item.Groups)
+		out.Items = append(out.Items, item)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

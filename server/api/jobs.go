@@ -705,6 +705,8 @@ func (s *server) validateJobModel(ctx context.Context, req JobRequest, j *store.
 		}
 	}
 
+	j.AlertOnKill = req.AlertOnKill
+
 	j.ChildJobIDs = nil
 	for _, id := range req.ChildJobIDs {
 		if !slices.Contains(j.ChildJobIDs, id) {
@@ -887,6 +889,6 @@ func RequestOf(j *store.Job) JobRequest {
 		Enabled: &enabled, Description: j.Description, Author: j.Author,
 		RouteStrategy: j.RouteStrategy, BlockStrategy: j.BlockStrategy, MisfirePolicy: j.MisfirePolicy,
 		MisfireMaxCatchUp: catchUpPtr, RetryCount: j.RetryCount, RetryIntervalSeconds: j.RetryIntervalSeconds,
-		AlarmEmails: j.AlarmEmails, ChildJobIDs: j.ChildJobIDs, NodeUUID: j.NodeUUID,
+		AlarmEmails: j.AlarmEmails, AlertOnKill: j.AlertOnKill, ChildJobIDs: j.ChildJobIDs, NodeUUID: j.NodeUUID,
 	}
 }

@@ -100,3 +100,24 @@ func TestDailyReportAPI(t *testing.T) {
 	}
 	b.errorOf(http.MethodGet, "/api/v1/reports/daily", "", nil, http.StatusUnauthorized)
 }
+
+// TestJobAlertOnKillRoundTrip: alert_on_kill is saved, shown, and reset by
+// a full replace that leaves it out.
+func TestJobAlertOnKillRoundTrip(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := validJob()
+	body["alert_on_kill"] = true
+	var created api.SavedJob
+	b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, body, http.StatusCreated, &created)
+	require.True(t, created.AlertOnKill)
+	var got api.Job
+	b.doJSON(http.MethodGet, fmt.Sprintf("/api/v1/jobs/%d", created.ID), b.token, nil, http.StatusOK, &got)
+	require.True(t, got.AlertOnKill)
+	st, err := b.store.GetJob(b.ctx, created.ID)
+	require.NoError(t, err)
+	require.True(t, st.AlertOnKill)
+	delete(body, "alert_on_kill")
+	b.doJSON(http.MethodPut, fmt.Sprintf("/api/v1/jobs/%d", created.ID), b.token, body, http.StatusOK, &got)
+	require.False(t, got.AlertOnKill)
+}

@@ -124,6 +124,16 @@ func (c *Catalog) Handlers(ctx context.Context) ([]handlers.Handler, error) {
 	return out, nil
 }
 
+// Builtin reports whether name is a handler built into the release.
+func (c *Catalog) Builtin(name string) bool {
+	for _, h := range c.cfg.Builtins {
+		if h.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // Names lists the names of hs, for messages.
 func Names(hs []handlers.Handler) []string {
 	out := make([]string, len(hs))

@@ -1,7 +1,8 @@
 // Package monitor is the leader-only lost-run monitor: it marks "lost" the
 // unfinished runs (triggered or running) of nodes whose registration key
 // (/Cronix/node/<uuid>, held by the node's etcd lease) is gone, and removes
-// their run keys.
+// their run keys. With Alerts set it raises node.down for such a node,
+// once per outage, before marking its runs.
 //
 // # One pass (every Interval)
 //
@@ -43,6 +44,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/server/alert"
 	"github.com/cronix/cronix/server/store"
 )
 
@@ -87,6 +89,9 @@ type Config struct {
 	Etcd *clientv3.Client
 	// Keys builds the etcd keys.
 	Keys cluster.Keys
+	// Alerts, when set, receives a node.down event for every node whose
+	// lease is gone while it had unfinished runs.
+	Alerts alert.Raiser
 	// Logger receives the monitor's logs; nil discards them.
 	Logger *slog.Logger
 	// Clock; nil = the wall clock.
@@ -138,6 +143,9 @@ func (c *Config) Validate() error {
 type Monitor struct {
 	cfg Config
 	log *slog.Logger
+	// down holds, by node, the missing-since time of the outage node.down
+	// was raised for (Run's goroutine only).
+	down map[string]time.Time
 }
 
 // New returns a Monitor; Run starts it.
@@ -154,6 +162,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 		return err
 	}
 	missing := map[string]time.Time{}
+	m.down = map[string]time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -226,6 +235,13 @@ func (m *Monitor) pass(ctx context.Context, missing map[string]time.Time) (int, 
 	var errs []error
 	for _, n := range nodes {
 		msg := fmt.Sprintf("node %s lost its lease (crashed or partitioned)", n)
+		// Raised before the runs are marked: a leader crashing in between
+		// leaves them unfinished, so the next leader raises it again, with
+		// the same key (the node's lowest unfinished run) and is deduplicated.
+		if err := m.nodeDown(ctx, n, missing[n], lost[n], msg); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		changed, err := m.cfg.Store.MarkLost(ctx, lost[n], msg)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("monitor: mark %d runs of node %s lost: %w", len(lost[n]), n, err))
@@ -253,5 +269,27 @@ func (m *Monitor) deleteRunKeys(ctx context.Context, node string, fireIDs []stri
 			return fmt.Errorf("monitor: delete %d run keys of node %s: %w", len(chunk), node, err)
 		}
 	}
+	return nil
+}
+
+// nodeDown raises node.down for node n, once per outage (since is when it
+// was first seen missing), keyed by the first of its runs to be marked lost.
+func (m *Monitor) nodeDown(ctx context.Context, n string, since time.Time, fireIDs []string, msg string) error {
+	if m.cfg.Alerts == nil || len(fireIDs) == 0 {
+		return nil
+	}
+	if m.down == nil {
+		m.down = map[string]time.Time{}
+	}
+	if at, ok := m.down[n]; ok && at.Equal(since) {
+		return nil
+	}
+	ev := alert.Event{Kind: alert.KindNodeDown, Key: alert.KindNodeDown + ":" + n + ":" + fireIDs[0], Node: n,
+		Message:    fmt.Sprintf("%s while it had %d unfinished runs; they are marked lost", msg, len(fireIDs)),
+		OccurredAt: since}
+	if err := m.cfg.Alerts.Raise(ctx, ev); err != nil {
+		return fmt.Errorf("monitor: raise node.down for %s: %w", n, err)
+	}
+	m.down[n] = since
 	return nil
 }

@@ -61,7 +61,7 @@ export default function Dashboard({ dark }: { dark: boolean }) {
           </Card>
         </Col>
         <Col xs={24}>
-          <Card size="small" title={t('dashboard.runsToday')}>
+          <Card size="small" title={t('dashboard.runsToday')} data-testid="runs-today">
             <Space wrap size="large">
               {runStatuses.map((s) => (
                 <Link key={s} to={`/runs?status=${s}`}><Space size={4}><StatusTag status={s} /><strong>{today.data?.[s] ?? '—'}</strong></Space></Link>

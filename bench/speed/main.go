@@ -106,6 +106,9 @@ func main() {
 	if cfg.httpRates, err = ints(httpRates); err == nil {
 		cfg.shellRates, err = ints(shellRates)
 	}
+	if err == nil && (cfg.seconds < 1 || cfg.floorSeconds < 0) {
+		err = fmt.Errorf("--seconds must be at least 1 and --floor-seconds at least 0")
+	}
 	if err == nil && cfg.scaleAPIJobs < 1 {
 		err = fmt.Errorf("--scale-api-jobs must be at least 1 (the bulk insert copies an API-created job)")
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -91,6 +92,7 @@ type registry struct {
 	mu      sync.Mutex
 	live    map[int]uint64 // pgid → its leader's start time
 	guard   io.WriteCloser // the guard's stdin; nil until started or after it failed
+	noGuard bool           // a guard could not be started: not tried again (warned once)
 	dirMade bool
 }
 
@@ -112,7 +114,9 @@ func (r *registry) add(pgid int, start uint64) {
 		}
 	}
 	if r.guard == nil {
-		r.startGuardLocked() // tells it every live group, this one included
+		if !r.noGuard {
+			r.startGuardLocked() // tells it every live group, this one included
+		}
 		return
 	}
 	r.sendLocked(fmt.Sprintf("+ %d %d\n", pgid, start))
@@ -149,6 +153,7 @@ func (r *registry) sendLocked(line string) {
 func (r *registry) startGuardLocked() {
 	exe, err := os.Executable()
 	if err != nil {
+		r.noGuard = true
 		warnf("no guard: %v", err)
 		return
 	}
@@ -159,10 +164,13 @@ func (r *registry) startGuardLocked() {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	w, err := cmd.StdinPipe()
 	if err != nil {
-		warnf("no guard: %v", err)
+		warnf("no guard for now: %v", err) // out of fds: tried again with the next run
 		return
 	}
 	if err := cmd.Start(); err != nil {
+		// A missing or unrunnable executable stays so; anything else
+		// (out of processes, memory) is tried again with the next run.
+		r.noGuard = errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)
 		warnf("no guard: starting %s: %v", exe, err)
 		return
 	}
@@ -184,7 +192,9 @@ func (r *registry) startGuardLocked() {
 func runGuard(in io.Reader, dir string) int {
 	// Its life is the plugin's: a terminal's ^C or a TERM meant for the
 	// plugin's group must not take it away first.
-	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM)
+	// Its stderr is the plugin's, read by the node: once the node is gone,
+	// a write there must fail, not kill the guard (SIGPIPE on fd 2).
+	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGPIPE)
 	live := map[int]uint64{}
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
@@ -206,13 +216,17 @@ func runGuard(in io.Reader, dir string) int {
 			delete(live, pgid)
 		}
 	}
-	for pgid, start := range live {
+	var killed []int
+	for pgid, start := range live { // every kill first, then the words
 		if KillGroup(pgid, start) {
-			warnf("guard: the plugin died; killed the process group %d it had started", pgid)
+			killed = append(killed, pgid)
 		}
 		if dir != "" {
 			_ = os.Remove(filepath.Join(dir, strconv.Itoa(pgid)))
 		}
+	}
+	if len(killed) > 0 {
+		warnf("guard: the plugin died; killed the process groups %v it had started", killed)
 	}
 	return 0
 }

@@ -292,6 +292,26 @@ try {
   await nav(page, '/jobs');
   await page.locator('.ant-table-row').first().waitFor();
   await shot(page, 'jobs-en');
+
+  step('jobs table: schedule type and last status filters (server-side)');
+  async function pick(testid, label) {
+    await page.getByTestId(testid).click();
+    await page.locator('.ant-select-dropdown:visible .ant-select-item-option', { hasText: label }).first().click();
+  }
+  const rowNames = async () => (await page.locator('.ant-table-row').allInnerTexts()).join('\n');
+  await pick('filter-schedule-type', 'None (API / manual)');
+  await until('the schedule_type filter in the URL and the table', async () =>
+    new URL(page.url()).searchParams.get('schedule_type') === 'none' && (await rowNames()).includes('e2e-long') && !(await rowNames()).includes('e2e-hello'));
+  await pick('filter-last-status', 'Killed');
+  await until('the last_status filter in the URL and the table', async () =>
+    new URL(page.url()).searchParams.get('last_status') === 'killed' && (await rowNames()).includes('e2e-long'));
+  const filtered = await apiCall('GET', '/api/v1/jobs?schedule_type=none&last_status=killed');
+  if (filtered.total !== 1 || filtered.items[0].name !== 'e2e-long') throw new Error(`the API filter gives ${JSON.stringify(filtered.items.map((j) => j.name))}`);
+  await pick('filter-last-status', 'Success');
+  await until('no killed job among the successes', async () =>
+    new URL(page.url()).searchParams.get('last_status') === 'success' && !(await rowNames()).includes('e2e-long'));
+  await nav(page, '/jobs');
+  await page.locator('.ant-table-row').first().waitFor();
   await setLang(page, '简体中文');
   await page.getByRole('heading', { name: '任务' }).waitFor();
   await page.getByRole('menuitem', { name: '节点' }).waitFor();

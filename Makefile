@@ -6,9 +6,19 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/cronix/cronix/buildinfo.Version=$(VERSION)
 DATA_DIR ?= ./data
 HTTP_ADDR ?= 127.0.0.1:8080
-# bench knobs: make bench BENCH_JOBS=1000 BENCH_SECONDS=60
-BENCH_JOBS ?= 1000
-BENCH_SECONDS ?= 60
+# bench knobs (issue 12's acceptance values by default); a quick smoke run:
+#   make bench BENCH_SECONDS=20 BENCH_HTTP_RATES=200 BENCH_SHELL_RATES=100 BENCH_SCALE_JOBS=10000 BENCH_SCALE_API_JOBS=1000
+BENCH_SECONDS ?= 180
+BENCH_WORKLOADS ?= http,shell,scale
+BENCH_HTTP_RATES ?= 1000,3000
+BENCH_SHELL_RATES ?= 500
+BENCH_FLOOR_SECONDS ?= 60
+BENCH_SCALE_JOBS ?= 100000
+BENCH_SCALE_API_JOBS ?= 10000
+BENCH_SCALE_EVERY_SECOND ?= 200
+BENCH_LABEL ?=
+BENCH_SOAK_RATE ?= 500
+BENCH_SOAK_DURATION ?= 30m
 FAILOVER_TRIALS ?= 20
 # make bench-retention RETENTION_JOBS=200 RETENTION_SECONDS=60 RETENTION_BACKLOG=300000 RETENTION_ROUNDS=1
 RETENTION_JOBS ?= 200
@@ -19,7 +29,7 @@ RETENTION_NOTE ?=
 GOLANGCI_VERSION ?= v2.6.2
 FUZZ_TIME ?= 15s
 
-.PHONY: help build run run-ha test test-race test-ui ui bench bench-failover bench-retention lint fmt clean docs
+.PHONY: help build run run-ha test test-race test-ui ui bench bench-speed bench-soak bench-failover bench-retention lint fmt clean docs
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -50,9 +60,22 @@ test-ui: ## the web admin's component tests (Vitest); skipped without ui/web/nod
 	elif [ "$$CI" = true ]; then echo "ui/web/node_modules missing: run npm ci in ui/web" >&2; exit 1; \
 	else echo "skipping the web admin's component tests: no ui/web/node_modules (cd ui/web && npm ci)"; fi
 
-bench: build ## fire throughput/lateness/RSS (BENCH_JOBS jobs every second for BENCH_SECONDS s) and HA failover gap (FAILOVER_TRIALS kills); writes docs/benchmarks.md
-	$(GO) run ./bench/firebench --binary $(BIN) --jobs $(BENCH_JOBS) --seconds $(BENCH_SECONDS) --out docs/benchmarks.md
+bench: build ## speed table (http BENCH_HTTP_RATES, shell BENCH_SHELL_RATES + fork floor, scale BENCH_SCALE_JOBS; BENCH_SECONDS each) and HA failover gap (FAILOVER_TRIALS kills); writes docs/benchmarks.md
+	$(GO) run ./bench/speed --binary $(BIN) --workloads $(BENCH_WORKLOADS) --seconds $(BENCH_SECONDS) \
+		--http-rates $(BENCH_HTTP_RATES) --shell-rates $(BENCH_SHELL_RATES) --floor-seconds $(BENCH_FLOOR_SECONDS) \
+		--scale-jobs $(BENCH_SCALE_JOBS) --scale-api-jobs $(BENCH_SCALE_API_JOBS) --scale-every-second $(BENCH_SCALE_EVERY_SECOND) \
+		--label "$(BENCH_LABEL)" --out docs/benchmarks.md
 	$(GO) run ./bench/failover --binary $(BIN) --trials $(FAILOVER_TRIALS) --out docs/benchmarks.md
+
+bench-speed: build ## only the speed table (same knobs as bench, no failover)
+	$(GO) run ./bench/speed --binary $(BIN) --workloads $(BENCH_WORKLOADS) --seconds $(BENCH_SECONDS) \
+		--http-rates $(BENCH_HTTP_RATES) --shell-rates $(BENCH_SHELL_RATES) --floor-seconds $(BENCH_FLOOR_SECONDS) \
+		--scale-jobs $(BENCH_SCALE_JOBS) --scale-api-jobs $(BENCH_SCALE_API_JOBS) --scale-every-second $(BENCH_SCALE_EVERY_SECOND) \
+		--label "$(BENCH_LABEL)" --out docs/benchmarks.md
+
+bench-soak: build ## opt-in soak: BENCH_SOAK_RATE shell jobs/s for BENCH_SOAK_DURATION, RSS every 10 s and its slope; writes docs/benchmarks.md
+	$(GO) run ./bench/speed --binary $(BIN) --soak --soak-rate $(BENCH_SOAK_RATE) --soak-duration $(BENCH_SOAK_DURATION) \
+		--label "$(BENCH_LABEL)" --out docs/benchmarks.md
 
 bench-failover: build ## only the HA failover gap: kill the leader FAILOVER_TRIALS times
 	$(GO) run ./bench/failover --binary $(BIN) --trials $(FAILOVER_TRIALS) --out docs/benchmarks.md

@@ -21,6 +21,7 @@ import (
 	"github.com/cronix/cronix/buildinfo"
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/config"
+	"github.com/cronix/cronix/internal/pprofserver"
 	"github.com/cronix/cronix/internal/tlsfiles"
 	"github.com/cronix/cronix/metrics"
 	"github.com/cronix/cronix/node"
@@ -50,6 +51,27 @@ type commonConfig struct {
 	LogFormat string `flag:"log-format" env:"CRONIX_LOG_FORMAT" yaml:"log_format" help:"log format: text or json"`
 	// EtcdRoot is the root directory of every Cronix key in etcd.
 	EtcdRoot string `flag:"etcd-root" env:"CRONIX_ETCD_ROOT" yaml:"etcd_root" help:"etcd root directory of Cronix keys"`
+}
+
+// pprofConfig turns on Go's profiling endpoints (in "cronix standalone",
+// "cronix server" and "cronix node").
+type pprofConfig struct {
+	// PprofAddr serves net/http/pprof on a listener of its own when set.
+	PprofAddr string `flag:"pprof-addr" env:"CRONIX_PPROF_ADDR" yaml:"pprof_addr" help:"address of a separate listener serving Go's /debug/pprof/ profiles (CPU, heap, block, mutex, trace) without authentication; keep it on loopback (empty: off)"`
+}
+
+// start serves the profiles when an address is set; the returned stop
+// function closes the listener (a no-op when off).
+func (c pprofConfig) start(ctx context.Context, log *slog.Logger, stdout io.Writer) (func(), error) {
+	if c.PprofAddr == "" {
+		return func() {}, nil
+	}
+	s, err := pprofserver.Start(ctx, c.PprofAddr, log)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof-addr: %w", err)
+	}
+	fmt.Fprintf(stdout, "pprof: http://%s/debug/pprof/\n", s.Addr())
+	return s.Close, nil
 }
 
 // etcdClientConfig is how "cronix server" and "cronix node" reach etcd.
@@ -133,6 +155,7 @@ func (c retentionConfig) checkRetention() error {
 // standaloneConfig configures "cronix standalone".
 type standaloneConfig struct {
 	commonConfig
+	pprofConfig
 	pluginConfig
 	alertConfig
 	sessionConfig
@@ -162,6 +185,7 @@ type standaloneConfig struct {
 // serverConfig configures "cronix server".
 type serverConfig struct {
 	commonConfig
+	pprofConfig
 	alertConfig
 	sessionConfig
 	retentionConfig
@@ -269,6 +293,7 @@ func (c alertConfig) alertServiceConfig() alert.Config {
 // nodeConfig configures "cronix node".
 type nodeConfig struct {
 	commonConfig
+	pprofConfig
 	pluginConfig
 	etcdClientConfig
 	httpTLSConfig
@@ -358,6 +383,11 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 	if err != nil {
 		return err
 	}
+	stopPprof, err := cfg.pprofConfig.start(ctx, log, stdout)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
 	dataDir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
 		return err
@@ -484,6 +514,11 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return fmt.Errorf("--tls-ca: %w", err)
 	}
+	stopPprof, err := cfg.pprofConfig.start(ctx, log, stdout)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
 	met := metrics.New()
 	cli, err := etcdClient(cfg.etcdClientConfig, met)
 	if err != nil {
@@ -576,6 +611,11 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return fmt.Errorf("locating own binary for built-in plugins: %w", err)
 	}
+	stopPprof, err := cfg.pprofConfig.start(ctx, log, stdout)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
 	met := metrics.New()
 	cli, err := etcdClient(cfg.etcdClientConfig, met)
 	if err != nil {

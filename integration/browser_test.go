@@ -60,9 +60,8 @@ func TestWebAdminInChromium(t *testing.T) {
 		"CRONIX_TOKEN="+s.api.Token,
 		"CHROMIUM="+chromium,
 	)
-	if viewer, ok := createViewer(t, s); ok {
-		env = append(env, "VIEWER_USER="+viewer, "VIEWER_PASSWORD="+viewerPassword)
-	}
+	viewer := createViewer(t, s)
+	env = append(env, "VIEWER_USER="+viewer, "VIEWER_PASSWORD="+viewerPassword)
 	if os.Getenv("CRONIX_SCREENSHOTS") == "1" {
 		env = append(env, "SCREENSHOT_DIR="+filepath.Join(root, "docs", "screenshots"))
 	}
@@ -79,17 +78,30 @@ func TestWebAdminInChromium(t *testing.T) {
 
 const viewerPassword = "viewer-pw-123456"
 
-// createViewer creates a viewer user through the users API; false when the
-// server has no users API yet.
-func createViewer(t *testing.T, s *standalone) (string, bool) {
+// createViewer creates a viewer user of the default group through the users
+// API: it can read that group's jobs but change nothing.
+func createViewer(t *testing.T, s *standalone) string {
 	t.Helper()
-	var out map[string]any
-	code, err := s.api.Do(http.MethodPost, "/api/v1/users",
-		map[string]any{"username": "vera", "password": viewerPassword, "role": "viewer", "groups": []int{}}, &out)
-	require.NoError(t, err)
-	if code == http.StatusNotFound || code == http.StatusMethodNotAllowed {
-		return "", false
+	var groups struct {
+		Items []struct {
+			ID      int64  `json:"id"`
+			AppName string `json:"appname"`
+		} `json:"items"`
 	}
+	code, err := s.api.Do(http.MethodGet, "/api/v1/groups?page_size=100", nil, &groups)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code)
+	var def int64
+	for _, g := range groups.Items {
+		if g.AppName == "default" {
+			def = g.ID
+		}
+	}
+	require.NotZero(t, def, "the standalone has the default group: %+v", groups.Items)
+	var out map[string]any
+	code, err = s.api.Do(http.MethodPost, "/api/v1/users",
+		map[string]any{"username": "vera", "password": viewerPassword, "role": "viewer", "groups": []int64{def}}, &out)
+	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, code, "create viewer: %v", out)
-	return "vera", true
+	return "vera"
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -56,6 +57,36 @@ func Start(cmd *exec.Cmd) error {
 // Done unregisters the group pgid: its run is over.
 func Done(pgid int) { groups.remove(pgid) }
 
+// Track guards and journals the group of pid, a process already started
+// as the leader of a process group of its own (the node's plugins: a child
+// a plugin leaves in its group dies with the node too).
+func Track(pid int) {
+	if start, err := StartTime(pid); err == nil {
+		groups.add(pid, start)
+	}
+}
+
+// Release kills what is left of the tracked group pgid (its leader has
+// exited) and unregisters it; an untracked pgid is left alone.
+func Release(pgid int) {
+	groups.mu.Lock()
+	start, ok := groups.live[pgid]
+	groups.mu.Unlock()
+	if !ok {
+		return
+	}
+	KillGroup(pgid, start)
+	groups.remove(pgid)
+}
+
+// SetJournalDir sets this process's journal directory, instead of the
+// EnvDir its parent gave it (the node's own, for its plugins' groups).
+func SetJournalDir(dir string) {
+	groups.mu.Lock()
+	defer groups.mu.Unlock()
+	groups.dir, groups.dirSet, groups.dirMade = dir, true, false
+}
+
 // --- the spawn thread
 
 var spawn struct {
@@ -91,7 +122,18 @@ type registry struct {
 	mu      sync.Mutex
 	live    map[int]uint64 // pgid → its leader's start time
 	guard   io.WriteCloser // the guard's stdin; nil until started or after it failed
+	noGuard bool           // a guard could not be started: not tried again (warned once)
+	dir     string         // the journal, when dirSet; else EnvDir
+	dirSet  bool
 	dirMade bool
+}
+
+// journalLocked is the journal directory ("" for none).
+func (r *registry) journalLocked() string {
+	if r.dirSet {
+		return r.dir
+	}
+	return os.Getenv(EnvDir)
 }
 
 var groups = &registry{live: map[int]uint64{}}
@@ -100,7 +142,7 @@ func (r *registry) add(pgid int, start uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.live[pgid] = start
-	if dir := os.Getenv(EnvDir); dir != "" {
+	if dir := r.journalLocked(); dir != "" {
 		if !r.dirMade {
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				warnf("journal: %v", err)
@@ -112,7 +154,9 @@ func (r *registry) add(pgid int, start uint64) {
 		}
 	}
 	if r.guard == nil {
-		r.startGuardLocked() // tells it every live group, this one included
+		if !r.noGuard {
+			r.startGuardLocked() // tells it every live group, this one included
+		}
 		return
 	}
 	r.sendLocked(fmt.Sprintf("+ %d %d\n", pgid, start))
@@ -125,7 +169,7 @@ func (r *registry) remove(pgid int) {
 		return
 	}
 	delete(r.live, pgid)
-	if dir := os.Getenv(EnvDir); dir != "" {
+	if dir := r.journalLocked(); dir != "" {
 		if err := os.Remove(filepath.Join(dir, strconv.Itoa(pgid))); err != nil && !errors.Is(err, os.ErrNotExist) {
 			warnf("journal: %v", err)
 		}
@@ -149,20 +193,24 @@ func (r *registry) sendLocked(line string) {
 func (r *registry) startGuardLocked() {
 	exe, err := os.Executable()
 	if err != nil {
+		r.noGuard = true
 		warnf("no guard: %v", err)
 		return
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envGuard+"=1")
+	cmd.Env = append(os.Environ(), envGuard+"=1", EnvDir+"="+r.journalLocked())
 	cmd.Stdout, cmd.Stderr = nil, os.Stderr
 	// Its own group: a signal to the plugin's group does not reach it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	w, err := cmd.StdinPipe()
 	if err != nil {
-		warnf("no guard: %v", err)
+		warnf("no guard for now: %v", err) // out of fds: tried again with the next run
 		return
 	}
 	if err := cmd.Start(); err != nil {
+		// A missing or unrunnable executable stays so; anything else
+		// (out of processes, memory) is tried again with the next run.
+		r.noGuard = errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)
 		warnf("no guard: starting %s: %v", exe, err)
 		return
 	}
@@ -184,7 +232,9 @@ func (r *registry) startGuardLocked() {
 func runGuard(in io.Reader, dir string) int {
 	// Its life is the plugin's: a terminal's ^C or a TERM meant for the
 	// plugin's group must not take it away first.
-	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM)
+	// Its stderr is the plugin's, read by the node: once the node is gone,
+	// a write there must fail, not kill the guard (SIGPIPE on fd 2).
+	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGPIPE)
 	live := map[int]uint64{}
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
@@ -206,13 +256,17 @@ func runGuard(in io.Reader, dir string) int {
 			delete(live, pgid)
 		}
 	}
-	for pgid, start := range live {
+	var killed []int
+	for pgid, start := range live { // every kill first, then the words
 		if KillGroup(pgid, start) {
-			warnf("guard: the plugin died; killed the process group %d it had started", pgid)
+			killed = append(killed, pgid)
 		}
 		if dir != "" {
 			_ = os.Remove(filepath.Join(dir, strconv.Itoa(pgid)))
 		}
+	}
+	if len(killed) > 0 {
+		warnf("guard: the plugin died; killed the process groups %v it had started", killed)
 	}
 	return 0
 }

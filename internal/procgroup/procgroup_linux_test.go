@@ -19,20 +19,26 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// envFakePlugin turns the test binary into a "plugin" that starts one
-// guarded group running its argument as a shell script, prints the group's
-// pgid, and waits to be killed.
+// envFakePlugin turns the test binary into a "plugin" that starts a
+// guarded group for each line of its value (a shell script), prints the
+// groups' pgids, and waits to be killed.
 const envFakePlugin = "CRONIX_PROCGROUP_TEST_PLUGIN"
 
 func TestMain(m *testing.M) {
-	if script := os.Getenv(envFakePlugin); script != "" {
-		cmd := exec.Command("/bin/sh", "-c", script)
-		if err := Start(cmd); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
+	if scripts := os.Getenv(envFakePlugin); scripts != "" {
+		var cmds []*exec.Cmd
+		for _, script := range strings.Split(scripts, "\n") {
+			cmd := exec.Command("/bin/sh", "-c", script)
+			if err := Start(cmd); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(2)
+			}
+			fmt.Println(cmd.Process.Pid)
+			cmds = append(cmds, cmd)
 		}
-		fmt.Println(cmd.Process.Pid)
-		_ = cmd.Wait()
+		for _, cmd := range cmds {
+			_ = cmd.Wait()
+		}
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -67,41 +73,53 @@ func withMarker(t *testing.T, m string) []int {
 
 // TestPluginDeathKillsTheWholeGroup: a plugin killed with SIGKILL leaves no
 // process of the groups it started, not even a shell's child (which the
-// parent-death signal alone would leave behind), and its journal entry is
-// gone.
+// parent-death signal alone would leave behind), and their journal entries
+// are gone. The plugin's stderr, which the guard shares, has no reader any
+// more (as when the node died first): the guard still kills every group.
 func TestPluginDeathKillsTheWholeGroup(t *testing.T) {
 	dir := t.TempDir()
-	m := marker()
+	m1, m2 := marker(), marker()
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	plugin := exec.Command(exe)
-	plugin.Env = append(os.Environ(), envFakePlugin+"=sleep "+m+"; true", EnvDir+"="+dir)
+	plugin.Env = append(os.Environ(), envFakePlugin+"=sleep "+m1+"; true\nsleep "+m2+"; true", EnvDir+"="+dir)
 	out, err := plugin.StdoutPipe()
 	require.NoError(t, err)
-	plugin.Stderr = os.Stderr
+	stderrR, stderrW, err := os.Pipe()
+	require.NoError(t, err)
+	plugin.Stderr = stderrW
 	require.NoError(t, plugin.Start())
+	require.NoError(t, stderrW.Close())
 	t.Cleanup(func() { _ = plugin.Process.Kill(); _ = plugin.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	require.NoError(t, err)
-	pgid, err := strconv.Atoi(strings.TrimSpace(line))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+	rd := bufio.NewReader(out)
+	var pgids []int
+	for range 2 {
+		line, err := rd.ReadString('\n')
+		require.NoError(t, err)
+		pgid, err := strconv.Atoi(strings.TrimSpace(line))
+		require.NoError(t, err)
+		pgids = append(pgids, pgid)
+		t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+	}
 
-	require.Eventually(t, func() bool { return len(withMarker(t, m)) == 1 }, 10*time.Second, 20*time.Millisecond,
-		"the shell's sleep runs")
-	b, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(pgid)))
-	require.NoError(t, err, "the running group is in the journal")
-	start, err := StartTime(pgid)
-	require.NoError(t, err)
-	require.Equal(t, strconv.FormatUint(start, 10)+"\n", string(b))
+	require.Eventually(t, func() bool { return len(withMarker(t, m1)) == 1 && len(withMarker(t, m2)) == 1 },
+		10*time.Second, 20*time.Millisecond, "the shells' sleeps run")
+	for _, pgid := range pgids {
+		b, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(pgid)))
+		require.NoError(t, err, "the running group is in the journal")
+		start, err := StartTime(pgid)
+		require.NoError(t, err)
+		require.Equal(t, strconv.FormatUint(start, 10)+"\n", string(b))
+	}
 
+	require.NoError(t, stderrR.Close()) // nobody reads the plugin's (and the guard's) stderr now
 	require.NoError(t, plugin.Process.Signal(syscall.SIGKILL))
-	require.Eventually(t, func() bool { return len(withMarker(t, m)) == 0 }, 10*time.Second, 20*time.Millisecond,
-		"no process of the group outlives the plugin")
+	require.Eventually(t, func() bool { return len(withMarker(t, m1)) == 0 && len(withMarker(t, m2)) == 0 },
+		10*time.Second, 20*time.Millisecond, "no process of the groups outlives the plugin")
 	require.Eventually(t, func() bool {
-		_, err := os.Stat(filepath.Join(dir, strconv.Itoa(pgid)))
-		return os.IsNotExist(err)
-	}, 10*time.Second, 20*time.Millisecond, "the guard removes the journal entry")
+		ents, err := os.ReadDir(dir)
+		return err == nil && len(ents) == 0
+	}, 10*time.Second, 20*time.Millisecond, "the guard removes the journal entries")
 }
 
 // startGroup starts a shell running script in a group of its own, not

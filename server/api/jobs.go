@@ -432,8 +432,14 @@ func (s *server) removeJob(ctx context.Context, id int64) error {
 	return nil
 }
 
+// lastStatuses are the values of GET /api/v1/jobs?last_status=: a run
+// status, or "none" for jobs that never ran.
+var lastStatuses = []string{cluster.StatusTriggered, cluster.StatusRunning, cluster.StatusSuccess, cluster.StatusFailed,
+	cluster.StatusTimeout, cluster.StatusKilled, cluster.StatusLost, cluster.StatusSkipped, store.LastStatusNone}
+
 // listJobs handles GET /api/v1/jobs: ?group= &enabled= &handler= &author=
-// &q= (name contains, case-insensitive) &sort= (id, -id, name, -name,
+// &q= (name contains, case-insensitive) &schedule_type= &last_status= (the
+// status of the job's latest run, or none) &sort= (id, -id, name, -name,
 // updated_at, -updated_at) and paging.
 func (s *server) listJobs(w http.ResponseWriter, r *http.Request) error {
 	p, err := parsePage(r)
@@ -448,8 +454,19 @@ func (s *server) listJobs(w http.ResponseWriter, r *http.Request) error {
 		Author:   strings.TrimSpace(q.Get("author")),
 		NameLike: strings.TrimSpace(q.Get("q")),
 		Sort:     strings.TrimSpace(q.Get("sort")),
+
+		ScheduleType: strings.TrimSpace(q.Get("schedule_type")),
+		LastStatus:   strings.TrimSpace(q.Get("last_status")),
 	}
 	fields := map[string]string{}
+	if f.ScheduleType != "" && !slices.Contains(schedule.Types, f.ScheduleType) {
+		fields["schedule_type"] = fmt.Sprintf("unknown schedule type %q (one of %s)", f.ScheduleType,
+			strings.Join(schedule.Types, ", "))
+	}
+	if f.LastStatus != "" && !slices.Contains(lastStatuses, f.LastStatus) {
+		fields["last_status"] = fmt.Sprintf("unknown last status %q (one of %s)", f.LastStatus,
+			strings.Join(lastStatuses, ", "))
+	}
 	if v := q.Get("enabled"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

@@ -103,6 +103,82 @@ func runModelSuite(t *testing.T, open func(t *testing.T) *store.Store) {
 		require.Error(t, err)
 	})
 
+	t.Run("FindJobsByScheduleTypeAndLastStatus", func(t *testing.T) {
+		t.Parallel()
+		ctx := testCtx(t)
+		s := open(t)
+		mk := func(name, scheduleType, schedule string) *store.Job {
+			j := newJob(name)
+			j.ScheduleType, j.Schedule = scheduleType, schedule
+			require.NoError(t, s.CreateJob(ctx, j))
+			return j
+		}
+		a := mk("a", "cron", "0/10 * * * * ?")
+		b := mk("b", "fixed_rate", "30s")
+		c := mk("c", "cron", "0 0 * * * ?")
+		d := mk("d", "none", "")
+		e := mk("e", "fixed_rate", "1m")
+
+		base := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+		run := func(fire string, jobID int64, at time.Time, status string) store.Run {
+			return store.Run{FireID: fire, JobID: jobID, Trigger: cluster.TriggerSchedule, Status: status, ScheduledAt: at}
+		}
+		// a: failed, then succeeded: its last status is success.
+		// b: succeeded, then failed (inserted first but scheduled later).
+		// c: one run still running.
+		// d: never ran.
+		// e: two shard runs of one fire: the later-inserted one decides.
+		_, err := s.InsertRuns(ctx, []store.Run{
+			run("b-2", b.ID, base.Add(2*time.Minute), cluster.StatusFailed),
+			run("a-1", a.ID, base, cluster.StatusFailed),
+			run("a-2", a.ID, base.Add(time.Minute), cluster.StatusSuccess),
+			run("b-1", b.ID, base.Add(time.Minute), cluster.StatusSuccess),
+			run("c-1", c.ID, base, cluster.StatusRunning),
+			run("e-1#0", e.ID, base, cluster.StatusSuccess),
+		})
+		require.NoError(t, err)
+		_, err = s.InsertRuns(ctx, []store.Run{run("e-1#1", e.ID, base, cluster.StatusTimeout)})
+		require.NoError(t, err)
+
+		ids := func(f store.JobFilter) []int64 {
+			t.Helper()
+			jobs, total, err := s.FindJobs(ctx, f, store.Page{})
+			require.NoError(t, err)
+			require.Len(t, jobs, total)
+			out := []int64{}
+			for _, j := range jobs {
+				out = append(out, j.ID)
+			}
+			return out
+		}
+		require.Equal(t, []int64{a.ID, c.ID}, ids(store.JobFilter{ScheduleType: "cron"}))
+		require.Equal(t, []int64{b.ID, e.ID}, ids(store.JobFilter{ScheduleType: "fixed_rate"}))
+		require.Equal(t, []int64{d.ID}, ids(store.JobFilter{ScheduleType: "none"}))
+		require.Empty(t, ids(store.JobFilter{ScheduleType: "once"}))
+
+		require.Equal(t, []int64{a.ID}, ids(store.JobFilter{LastStatus: cluster.StatusSuccess}))
+		require.Equal(t, []int64{b.ID}, ids(store.JobFilter{LastStatus: cluster.StatusFailed}), "the latest by scheduled time, not by insertion")
+		require.Equal(t, []int64{c.ID}, ids(store.JobFilter{LastStatus: cluster.StatusRunning}))
+		require.Equal(t, []int64{e.ID}, ids(store.JobFilter{LastStatus: cluster.StatusTimeout}), "ties on scheduled time break by run id")
+		require.Equal(t, []int64{d.ID}, ids(store.JobFilter{LastStatus: store.LastStatusNone}))
+		require.Empty(t, ids(store.JobFilter{LastStatus: cluster.StatusLost}))
+
+		// The filter follows the runs: a's newest run fails.
+		_, err = s.InsertRuns(ctx, []store.Run{run("a-3", a.ID, base.Add(3*time.Minute), cluster.StatusFailed)})
+		require.NoError(t, err)
+		require.Equal(t, []int64{a.ID, b.ID}, ids(store.JobFilter{LastStatus: cluster.StatusFailed}))
+		require.Empty(t, ids(store.JobFilter{LastStatus: cluster.StatusSuccess}))
+
+		// Combined with the other filters, sort and paging.
+		require.Equal(t, []int64{b.ID, a.ID}, ids(store.JobFilter{LastStatus: cluster.StatusFailed, Sort: store.SortIDDesc}))
+		require.Equal(t, []int64{a.ID}, ids(store.JobFilter{LastStatus: cluster.StatusFailed, ScheduleType: "cron"}))
+		jobs, total, err := s.FindJobs(ctx, store.JobFilter{LastStatus: cluster.StatusFailed}, store.Page{Page: 2, PageSize: 1})
+		require.NoError(t, err)
+		require.Equal(t, 2, total)
+		require.Len(t, jobs, 1)
+		require.Equal(t, b.ID, jobs[0].ID)
+	})
+
 	t.Run("FindRunsAndRunFields", func(t *testing.T) {
 		t.Parallel()
 		ctx := testCtx(t)

@@ -249,6 +249,20 @@ func (s *Store) FindJobs(ctx context.Context, f JobFilter, p Page) ([]Job, int, 
 		if f.NameLike != "" {
 			q = q.Where("LOWER(j.name) LIKE ? ESCAPE '!'", containsPattern(f.NameLike))
 		}
+		if f.ScheduleType != "" {
+			q = q.Where("j.schedule_type = ?", f.ScheduleType)
+		}
+		switch f.LastStatus {
+		case "":
+		case LastStatusNone:
+			q = q.Where("NOT EXISTS (SELECT 1 FROM runs AS lr WHERE lr.job_id = j.id)")
+		default:
+			// The latest run by the runs_job_id_scheduled_at_idx index: one
+			// index probe per job. The same order as FindRuns, so the status
+			// filtered on is the one the job's run list shows first.
+			q = q.Where("(SELECT lr.status FROM runs AS lr WHERE lr.job_id = j.id"+
+				" ORDER BY lr.scheduled_at DESC, lr.id DESC LIMIT 1) = ?", f.LastStatus)
+		}
 		return q
 	}
 	total, err := filter(s.db.NewSelect().Model((*jobRow)(nil))).Count(ctx)

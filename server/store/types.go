@@ -87,9 +87,18 @@ type JobFilter struct {
 	Handler  string // exact handler name
 	Author   string // exact author
 	NameLike string // name contains it (case-insensitive)
+	// ScheduleType: exact schedule type (cron, fixed_rate, fixed_delay, once, none).
+	ScheduleType string
+	// LastStatus keeps the jobs whose latest run (by scheduled time, then
+	// id: the run a job's run list shows first) has this status; LastStatusNone
+	// keeps the jobs that have no run.
+	LastStatus string
 	// Sort is one of JobSorts; "" = SortIDAsc. Ties break by id.
 	Sort string
 }
+
+// LastStatusNone is the JobFilter.LastStatus of jobs that never ran.
+const LastStatusNone = "none"
 
 // RunFilter selects runs; zero fields match every run.
 type RunFilter struct {

@@ -4,8 +4,8 @@
 //
 // Env: CRONIX_URL, CRONIX_USER, CRONIX_PASSWORD, CRONIX_TOKEN (an admin
 // bearer token for set-up calls), CHROMIUM (default /usr/bin/chromium),
-// SCREENSHOT_DIR (optional), VIEWER_USER/VIEWER_PASSWORD (optional: a viewer
-// account to check what a viewer sees).
+// SCREENSHOT_DIR (optional), VIEWER_USER/VIEWER_PASSWORD (a viewer account,
+// to check what a viewer sees).
 import { chromium } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,8 +15,11 @@ const user = process.env.CRONIX_USER ?? 'admin';
 const password = process.env.CRONIX_PASSWORD;
 const token = process.env.CRONIX_TOKEN;
 const shots = process.env.SCREENSHOT_DIR;
+const viewerUser = process.env.VIEWER_USER;
+const viewerPassword = process.env.VIEWER_PASSWORD;
 const T = 60_000; // generous: the machine is shared
 if (!base || !password || !token) throw new Error('CRONIX_URL, CRONIX_PASSWORD and CRONIX_TOKEN are required');
+if (!viewerUser || !viewerPassword) throw new Error('VIEWER_USER and VIEWER_PASSWORD are required');
 if (shots) mkdirSync(shots, { recursive: true });
 
 const step = (name) => console.log(`--- ${name}`);
@@ -74,14 +77,52 @@ function watch(page, who) {
 async function shot(page, name) {
   if (shots) await page.screenshot({ path: join(shots, name + '.png'), fullPage: false });
 }
-// In-app navigation (like following a link): the app keeps its session
-// across a reload only with the cookie session, so the test navigates the
-// router instead of reloading.
+// In-app navigation (like following a link), without reloading the app.
 async function nav(page, path) {
   await page.evaluate((p) => {
     window.history.pushState({}, '', p);
     window.dispatchEvent(new PopStateEvent('popstate'));
   }, path);
+}
+// The accessible name of the focused element (its label, aria-label,
+// aria-labelledby text, or text for buttons and links) and its test id.
+function focused(page) {
+  return page.evaluate(() => {
+    const a = document.activeElement;
+    if (!a || a === document.body) return { name: '', testid: '', tag: '' };
+    const byId = (id) => document.getElementById(id)?.textContent ?? '';
+    const name = (a.id && document.querySelector(`label[for="${CSS.escape(a.id)}"]`)?.textContent) ||
+      a.getAttribute('aria-label') ||
+      (a.getAttribute('aria-labelledby') ?? '').split(/\s+/).filter(Boolean).map(byId).join(' ') ||
+      (['BUTTON', 'A', 'LI'].includes(a.tagName) ? a.textContent : '') || '';
+    return { name: name.trim(), testid: a.closest('[data-testid]')?.getAttribute('data-testid') ?? '', tag: a.tagName };
+  });
+}
+// tabTo presses Tab (only) until the focused element matches: a test id, or
+// an accessible name matching the RegExp. Fails if it never gets there.
+async function tabTo(page, want, max = 60) {
+  const hit = (f) => (want instanceof RegExp ? want.test(f.name) : f.testid === want);
+  for (let i = 0; i < max; i++) {
+    await page.keyboard.press('Tab');
+    if (hit(await focused(page))) return;
+  }
+  throw new Error(`keyboard: ${max} Tab presses never reached ${want}; focus is on ${JSON.stringify(await focused(page))}`);
+}
+// unlabelled lists the visible form controls that have no accessible name.
+function unlabelled(page) {
+  return page.evaluate(() => [...document.querySelectorAll('input, textarea, select, [role=combobox], [role=switch], [role=checkbox], [contenteditable=true]')]
+    .filter((e) => e.type !== 'hidden' && !e.closest('[aria-hidden=true]') && e.getClientRects().length > 0)
+    .filter((e) => {
+      const byId = (id) => document.getElementById(id)?.textContent?.trim();
+      return !((e.id && document.querySelector(`label[for="${CSS.escape(e.id)}"]`)?.textContent?.trim()) ||
+        e.getAttribute('aria-label')?.trim() || (e.getAttribute('aria-labelledby') ?? '').split(/\s+/).some(byId) ||
+        e.closest('label')?.textContent?.trim() || e.getAttribute('title')?.trim());
+    })
+    .map((e) => e.outerHTML.slice(0, 200)));
+}
+async function requireLabelled(page, where) {
+  const bad = await unlabelled(page);
+  if (bad.length) throw new Error(`unlabelled form controls on ${where}:\n${bad.join('\n')}`);
 }
 async function setLang(page, label) {
   await page.getByLabel(/^(Language|语言)$/).first().click();
@@ -99,7 +140,9 @@ try {
   await page.goto(base + '/');
   await page.getByLabel('User name').waitFor();
   report.loginPageMs = Date.now() - t0;
-  // The user name field has focus on load; the rest is Tab and Enter.
+  await requireLabelled(page, 'the login page');
+  // The user name field has focus on load; from here to the saved job the
+  // test uses the keyboard only: Tab, arrows, typing and Enter, no clicks.
   await until('focus on the user name', () => page.evaluate(() => document.activeElement?.id === 'username'));
   await page.keyboard.type(user);
   await page.keyboard.press('Tab');
@@ -113,36 +156,55 @@ try {
   await until('the runs chart', () => page.locator('[role=img] canvas').count());
   await shot(page, 'dashboard-en');
 
-  step('a bad cron shows the parser message under the field');
-  await page.getByRole('menuitem', { name: 'Jobs' }).click();
-  await page.getByTestId('create-job').click();
+  step('keyboard: main menu → Jobs → New job');
+  await page.keyboard.press('Tab'); // the main menu is the first stop after the login
+  await until('focus in the main menu', () => page.evaluate(() => !!document.activeElement?.closest('nav[aria-label=main]')));
+  // The menu moves focus between its items with the arrow keys (a little
+  // after the key press): step down until Jobs has it.
+  for (let i = 0; (await focused(page)).name !== 'Jobs'; i++) {
+    if (i > 10) throw new Error('keyboard: the arrow keys never reached Jobs in the main menu');
+    const before = JSON.stringify(await focused(page));
+    await page.keyboard.press('ArrowDown');
+    await until('the menu focus to move', async () => JSON.stringify(await focused(page)) !== before, 5_000);
+  }
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Jobs' }).waitFor();
+  await page.locator('.ant-table').first().waitFor();
+  await tabTo(page, 'create-job');
+  await page.keyboard.press('Enter');
   await page.getByRole('heading', { name: 'New job' }).waitFor();
-  await page.getByLabel('Name', { exact: true }).fill('e2e-hello');
+
+  step('a bad cron shows the parser message under the field (keyboard)');
+  await tabTo(page, /^Name$/);
+  await page.keyboard.type('e2e-hello');
+  await tabTo(page, /^Schedule$/);
+  await page.keyboard.type('61 * * * *');
   const schedule = page.getByLabel('Schedule', { exact: true });
-  await schedule.fill('61 * * * *');
   const scheduleItem = page.locator('.ant-form-item').filter({ has: schedule });
   await scheduleItem.locator('.ant-form-item-explain-error').filter({ hasText: '61' }).waitFor();
 
-  step('a good cron shows the explanation and the preview');
-  await schedule.fill('*/2 * * * * *');
+  step('a good cron shows the explanation and the preview (keyboard)');
+  await page.keyboard.press('ControlOrMeta+A');
+  await page.keyboard.type('*/2 * * * * *');
   await page.getByTestId('cron-words').filter({ hasText: 'Every 2 seconds' }).waitFor();
   await page.getByTestId('cron-preview').waitFor();
   const previewRows = await page.getByTestId('cron-preview').locator('tbody tr').count();
   if (previewRows !== 10) throw new Error(`preview shows ${previewRows} fires, want 10`);
 
   step('handler select and the schema-rendered params form (keyboard)');
-  await page.getByLabel('Handler').focus();
+  await tabTo(page, /^Handler$/);
   await page.keyboard.type('shell');
   await page.keyboard.press('Enter');
-  const script = page.getByLabel(/^Script/);
-  await script.waitFor();
-  await script.focus();
+  await page.getByLabel(/^Script/).waitFor();
+  await tabTo(page, /^Script/);
   await page.keyboard.type('echo hello-from-e2e');
+  await requireLabelled(page, 'the job form');
   await shot(page, 'job-form-en');
-  await page.getByTestId('save-job').focus();
+  await tabTo(page, 'save-job');
   await page.keyboard.press('Enter');
-  await page.waitForURL(/\/jobs\/\d+$/);
+  await until('the saved job page', () => /\/jobs\/\d+$/.test(new URL(page.url()).pathname));
   const jobId = Number(new URL(page.url()).pathname.split('/').pop());
+  report.keyboardOnlyLoginToCreateJob = true;
 
   step('the job runs and its output opens');
   const runLink = page.getByTestId('run-link').first();
@@ -151,30 +213,28 @@ try {
   await page.locator('tr', { has: page.locator('[data-status=success]') }).first().getByTestId('run-link').click();
   await page.getByTestId('run-output').filter({ hasText: 'hello-from-e2e' }).waitFor();
 
-  step('trigger with a params override');
-  // The trigger API takes a params override only once the server supports it
-  // (a 400 naming params as an unknown field otherwise): check first.
-  const probe = await fetch(base + `/api/v1/jobs/${jobId}/trigger`, {
-    method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ node: 'no-such-node', params: {} }),
-  });
-  const probeBody = await probe.json();
-  if (probe.status === 400 && probeBody.fields?.params === 'unknown field') {
-    console.log('SKIP trigger with params override: the trigger API has no params field');
-    report.overrideSkipped = true;
-  } else {
-    await nav(page, `/jobs/${jobId}`);
-    await page.getByTestId('trigger-job').click();
-    await page.getByTestId('override-params').click();
-    await page.getByLabel('Parameters (JSON)').fill(JSON.stringify({ script: 'echo override-42' }));
-    await page.getByTestId('trigger-ok').click();
-    const manual = await until('the manual run with the override', async () => {
-      const runs = await apiCall('GET', `/api/v1/jobs/${jobId}/runs?page_size=100`);
-      return runs.items.find((r) => r.trigger === 'manual' && r.status === 'success' && r.output.includes('override-42'));
-    });
-    await nav(page, `/runs/${manual.id}`);
-    await page.getByTestId('run-output').filter({ hasText: 'override-42' }).waitFor();
+  step('a reload keeps the session (cookie) and its CSRF token (from /auth/me)');
+  await nav(page, `/jobs/${jobId}`);
+  await page.getByTestId('trigger-job').waitFor();
+  await page.reload();
+  await page.getByTestId('trigger-job').waitFor();
+  if (await page.getByLabel('User name').count()) throw new Error('a reload asked to log in again');
+  if (await page.evaluate(() => localStorage.length + sessionStorage.length > 0 &&
+      Object.keys({ ...localStorage, ...sessionStorage }).some((k) => !/^cronix\.(lang|dark)$/.test(k)))) {
+    throw new Error('the app keeps something other than language/theme in web storage');
   }
+
+  step('trigger with a params override (a write right after the reload: needs the restored CSRF token)');
+  await page.getByTestId('trigger-job').click();
+  await page.getByTestId('override-params').click();
+  await page.getByLabel('Parameters (JSON)').fill(JSON.stringify({ script: 'echo override-42' }));
+  await page.getByTestId('trigger-ok').click();
+  const manual = await until('the manual run with the override', async () => {
+    const runs = await apiCall('GET', `/api/v1/jobs/${jobId}/runs?page_size=100`);
+    return runs.items.find((r) => r.trigger === 'manual' && r.status === 'success' && r.output.includes('override-42'));
+  });
+  await nav(page, `/runs/${manual.id}`);
+  await page.getByTestId('run-output').filter({ hasText: 'override-42' }).waitFor();
 
   step('edit, compare versions, restore');
   await apiCall('PUT', `/api/v1/jobs/${jobId}`, { ...(await jobBody(jobId)), enabled: false });
@@ -232,6 +292,26 @@ try {
   await nav(page, '/jobs');
   await page.locator('.ant-table-row').first().waitFor();
   await shot(page, 'jobs-en');
+
+  step('jobs table: schedule type and last status filters (server-side)');
+  async function pick(testid, label) {
+    await page.getByTestId(testid).click();
+    await page.locator('.ant-select-dropdown:visible .ant-select-item-option', { hasText: label }).first().click();
+  }
+  const rowNames = async () => (await page.locator('.ant-table-row').allInnerTexts()).join('\n');
+  await pick('filter-schedule-type', 'None (API / manual)');
+  await until('the schedule_type filter in the URL and the table', async () =>
+    new URL(page.url()).searchParams.get('schedule_type') === 'none' && (await rowNames()).includes('e2e-long') && !(await rowNames()).includes('e2e-hello'));
+  await pick('filter-last-status', 'Killed');
+  await until('the last_status filter in the URL and the table', async () =>
+    new URL(page.url()).searchParams.get('last_status') === 'killed' && (await rowNames()).includes('e2e-long'));
+  const filtered = await apiCall('GET', '/api/v1/jobs?schedule_type=none&last_status=killed');
+  if (filtered.total !== 1 || filtered.items[0].name !== 'e2e-long') throw new Error(`the API filter gives ${JSON.stringify(filtered.items.map((j) => j.name))}`);
+  await pick('filter-last-status', 'Success');
+  await until('no killed job among the successes', async () =>
+    new URL(page.url()).searchParams.get('last_status') === 'success' && !(await rowNames()).includes('e2e-long'));
+  await nav(page, '/jobs');
+  await page.locator('.ant-table-row').first().waitFor();
   await setLang(page, '简体中文');
   await page.getByRole('heading', { name: '任务' }).waitFor();
   await page.getByRole('menuitem', { name: '节点' }).waitFor();
@@ -251,27 +331,35 @@ try {
   await page.getByRole('heading', { name: /Edit job/ }).waitFor();
 
   step('a viewer sees no create button and no admin pages');
-  if (process.env.VIEWER_USER) {
+  {
     const vctx = await browser.newContext({ viewport: { width: 390, height: 844 } });
     const vp = await vctx.newPage();
     vp.setDefaultTimeout(T);
     watch(vp, 'viewer');
     await vp.goto(base + '/login');
-    await vp.getByLabel('User name').fill(process.env.VIEWER_USER);
-    await vp.getByLabel('Password').fill(process.env.VIEWER_PASSWORD);
+    await vp.getByLabel('User name').fill(viewerUser);
+    await vp.getByLabel('Password').fill(viewerPassword);
     await vp.getByRole('button', { name: 'Sign in' }).click();
     await vp.getByTestId('dashboard').waitFor();
     await nav(vp, '/jobs');
     await vp.getByRole('heading', { name: 'Jobs' }).waitFor();
-    await vp.locator('.ant-table').first().waitFor(); // a viewer outside every group may see no rows
+    // The viewer has the default group: it sees the jobs, but no create button.
+    await vp.locator('.ant-table-row', { hasText: 'e2e-hello' }).first().waitFor();
     if (await vp.getByTestId('create-job').count()) throw new Error('a viewer sees the create button');
-    if (await vp.getByRole('menuitem', { name: 'Users & roles' }).count()) throw new Error('a viewer sees the users page in the menu');
-    await nav(vp, '/users');
-    await vp.getByTestId('forbidden').waitFor();
+    for (const admin of ['Users & roles', 'Audit log', 'Cluster']) {
+      if (await vp.getByRole('menuitem', { name: admin }).count()) throw new Error(`a viewer sees the ${admin} page in the menu`);
+    }
+    for (const path of ['/users', '/audit', '/cluster']) {
+      await nav(vp, path);
+      await vp.getByTestId('forbidden').waitFor();
+    }
+    // Nor write buttons on a job it can read.
+    await nav(vp, `/jobs/${jobId}`);
+    await vp.getByRole('heading', { name: /e2e-hello/ }).waitFor();
+    for (const id of ['trigger-job', 'edit-job', 'delete-job']) {
+      if (await vp.getByTestId(id).count()) throw new Error(`a viewer sees ${id}`);
+    }
     await vctx.close();
-  } else {
-    console.log('SKIP viewer check: no VIEWER_USER (the server has no users API)');
-    report.viewerSkipped = true;
   }
 
   step('alerts page');
@@ -303,27 +391,47 @@ try {
   await shot(page, 'run-phone-en');
   await page.setViewportSize({ width: 1280, height: 720 });
 
-  step('warm load time');
-  // The server and the browser's HTTP cache are warm now: load the app
-  // again in this context and time it until the first screen is usable
-  // (the dashboard with a cookie session, else the login form).
+  step('warm load time of the dashboard');
+  // The server and the browser's HTTP cache are warm now: load the app again
+  // (a new tab of the logged-in context) and time it from the navigation
+  // start to the dashboard's data rendered: the job and node figures, the
+  // runs-today counts and the runs-per-day chart. Three loads; the median
+  // is the figure (acceptance 4: at most 1 s).
   {
-    const wp = await ctx.newPage();
-    watch(wp, 'warm');
-    // Main-thread busy time (CPU) is reported too: on a shared, loaded
-    // machine the wall time mostly measures waiting for a core.
-    const cdp = await ctx.newCDPSession(wp);
-    await cdp.send('Performance.enable');
-    const w0 = Date.now();
-    await wp.goto(base + '/');
-    await Promise.race([wp.getByTestId('dashboard').waitFor(), wp.getByLabel('User name').waitFor()]);
-    report.warmLoadMs = Date.now() - w0;
-    const { metrics } = await cdp.send('Performance.getMetrics');
-    const m = Object.fromEntries(metrics.map((x) => [x.name, x.value]));
-    report.warmLoadMainThreadMs = Math.round(m.TaskDuration * 1000);
-    report.warmLoadScriptMs = Math.round(m.ScriptDuration * 1000);
-    report.warmLoadScreen = (await wp.getByTestId('dashboard').count()) ? 'dashboard' : 'login';
-    await wp.close();
+    const loads = [];
+    for (let i = 0; i < 3; i++) {
+      const wp = await ctx.newPage();
+      wp.setDefaultTimeout(T);
+      watch(wp, 'warm');
+      // Main-thread busy time (CPU) is reported too: on a shared, loaded
+      // machine the wall time partly measures waiting for a core.
+      const cdp = await ctx.newCDPSession(wp);
+      await cdp.send('Performance.enable');
+      await wp.goto(base + '/');
+      const done = await wp.waitForFunction(() => {
+        const d = document.querySelector('[data-testid=dashboard]');
+        if (!d) return false;
+        const figures = [...d.querySelectorAll('.ant-statistic-content-value')].slice(0, 3).map((e) => e.textContent);
+        const today = [...d.querySelectorAll('[data-testid=runs-today] strong')].map((e) => e.textContent);
+        if (figures.length < 3 || today.length === 0 || [...figures, ...today].some((v) => !v || v.includes('—'))) return false;
+        window.__figuresAt ??= performance.now();
+        if (!d.querySelector('[role=img] canvas')) return false;
+        // milliseconds since the navigation started
+        return { figures: Math.round(window.__figuresAt), all: Math.round(performance.now()) };
+      }, null, { polling: 'raf', timeout: T });
+      const { figures, all: ms } = await done.jsonValue();
+      const { metrics } = await cdp.send('Performance.getMetrics');
+      const m = Object.fromEntries(metrics.map((x) => [x.name, x.value]));
+      const requests = await wp.evaluate(() => performance.getEntriesByType('resource').filter((e) => e.name.includes('/api/v1/')).length);
+      loads.push({ ms, figuresMs: figures, mainThreadMs: Math.round(m.TaskDuration * 1000), scriptMs: Math.round(m.ScriptDuration * 1000), apiRequests: requests });
+      await wp.close();
+    }
+    const median = (k) => loads.map((l) => l[k]).sort((a, b) => a - b)[1];
+    report.dashboardWarmLoads = loads;
+    report.dashboardWarmLoadMedianMs = median('ms');
+    report.dashboardWarmFiguresMedianMs = median('figuresMs');
+    console.log(`dashboard warm load (navigation start → figures and chart rendered): median ${median('ms')} ms;` +
+      ` figures alone: median ${median('figuresMs')} ms; main-thread busy median ${median('mainThreadMs')} ms; loads ${JSON.stringify(loads)}`);
   }
 
   await ctx.close();

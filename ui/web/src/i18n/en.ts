@@ -25,7 +25,7 @@ const en = {
   },
   dashboard: {
     title: 'Dashboard', jobsEnabled: 'Enabled jobs', jobsDisabled: 'Disabled jobs', nodesOnline: 'Nodes online',
-    runsToday: 'Runs today', runsPerDay: 'Runs per day', days7: '7 days', days30: '30 days',
+    runsToday: 'Runs today', runsPerDay: 'Runs per day (UTC)', days7: '7 days', days30: '30 days',
     lateness: 'Schedule lateness (last {{n}} runs)', p50: 'p50', p99: 'p99', failingNow: 'Failing jobs now',
     noFailing: 'No job is failing.', leader: 'Leader', replicas: 'Replicas', term: 'Term', noLeader: 'no leader',
     lastFailure: 'Last failure',

@@ -24,7 +24,7 @@ const zh: Catalogue = {
   },
   dashboard: {
     title: '仪表盘', jobsEnabled: '已启用任务', jobsDisabled: '已停用任务', nodesOnline: '在线节点',
-    runsToday: '今日运行', runsPerDay: '每日运行', days7: '7 天', days30: '30 天',
+    runsToday: '今日运行', runsPerDay: '每日运行（UTC）', days7: '7 天', days30: '30 天',
     lateness: '调度延迟（最近 {{n}} 次运行）', p50: 'p50', p99: 'p99', failingNow: '当前失败的任务',
     noFailing: '没有失败的任务。', leader: '主节点', replicas: '副本', term: '任期', noLeader: '无主节点',
     lastFailure: '最近失败',

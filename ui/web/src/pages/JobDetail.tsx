@@ -66,7 +66,7 @@ export default function JobDetail() {
             <Link to={`/jobs/${j.id}/edit`}><Button data-testid="edit-job">{t('common.edit')}</Button></Link>
             <Link to={`/jobs/${j.id}/copy`}><Button>{t('common.copy')}</Button></Link>
             <Popconfirm title={t('job.deleteConfirm', { name: j.name })} onConfirm={() => remove.mutate()}>
-              <Button danger>{t('common.delete')}</Button>
+              <Button danger data-testid="delete-job">{t('common.delete')}</Button>
             </Popconfirm>
           </Space>
         )}

@@ -13,7 +13,9 @@ import { canWrite } from '../services/auth';
 import { listGroups } from '../services/admin';
 import { listHandlers, previewSchedule } from '../services/cluster';
 import { deleteJob, listJobs, setEnabled, triggerJob, type Job } from '../services/jobs';
-import { listJobRuns } from '../services/runs';
+import { listJobRuns, runStatuses } from '../services/runs';
+
+const scheduleTypes = ['cron', 'fixed_rate', 'fixed_delay', 'once', 'none'];
 
 function NextFire({ job }: { job: Job }) {
   const q = useQuery({
@@ -55,6 +57,8 @@ export default function Jobs() {
     group: sp.get('group') ?? undefined,
     handler: sp.get('handler') ?? undefined,
     enabled: sp.get('enabled') ?? undefined,
+    schedule_type: sp.get('schedule_type') ?? undefined,
+    last_status: sp.get('last_status') ?? undefined,
     sort: sp.get('sort') ?? undefined,
     page,
     page_size: pageSize,
@@ -167,6 +171,29 @@ export default function Jobs() {
           onChange={(v?: string) => set('enabled', v)}
           options={[{ value: 'true', label: t('common.enabled') }, { value: 'false', label: t('common.disabled') }]}
           style={{ width: 120 }}
+        />
+        <Select
+          aria-label={t('jobs.scheduleTypeFilter')}
+          placeholder={t('jobs.scheduleTypeFilter')}
+          data-testid="filter-schedule-type"
+          allowClear
+          value={filter.schedule_type}
+          onChange={(v?: string) => set('schedule_type', v)}
+          options={scheduleTypes.map((v) => ({ value: v, label: t(`job.scheduleTypes.${v}`) }))}
+          style={{ width: 170 }}
+        />
+        <Select
+          aria-label={t('jobs.lastStatusFilter')}
+          placeholder={t('jobs.lastStatusFilter')}
+          data-testid="filter-last-status"
+          allowClear
+          value={filter.last_status}
+          onChange={(v?: string) => set('last_status', v)}
+          options={[
+            ...runStatuses.map((v) => ({ value: v, label: t(`status.${v}`) })),
+            { value: 'none', label: t('jobs.noRuns') },
+          ]}
+          style={{ width: 140 }}
         />
         <Select
           aria-label={t('jobs.sort')}

@@ -72,6 +72,10 @@ export interface JobFilter {
   handler?: string;
   enabled?: string;
   author?: string;
+  /** cron, fixed_rate, fixed_delay, once or none (server-side). */
+  schedule_type?: string;
+  /** The status of each job's latest run, or 'none' for jobs that never ran (server-side). */
+  last_status?: string;
   sort?: string;
   page?: number;
   page_size?: number;

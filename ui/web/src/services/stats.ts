@@ -1,4 +1,6 @@
-// Dashboard figures, computed from the list APIs (counts via page_size=1 totals).
+// Dashboard figures: the daily report for the per-day chart, the list APIs
+// (counts via page_size=1 totals) for the live figures.
+import { api, type Page } from './http';
 import { listJobs } from './jobs';
 import { listRuns, latenessMs, type Run, type RunStatus } from './runs';
 import { percentile } from '../lib/format';
@@ -28,22 +30,77 @@ export async function runsToday(statuses: RunStatus[]): Promise<Record<string, n
 export interface DaySeries {
   days: string[];
   series: Record<string, number[]>;
+  /** Where the figures come from: the daily report, or run counts (many report rows). */
+  source: 'report' | 'counts';
 }
 
-/** runsPerDay counts runs by status for each of the last n local days (today included). */
-export async function runsPerDay(n: number): Promise<DaySeries> {
-  const today = startOfDay(new Date());
-  const days: Date[] = [];
-  for (let i = n - 1; i >= 0; i--) days.push(new Date(today.getFullYear(), today.getMonth(), today.getDate() - i));
+/** One row of GET /api/v1/reports/daily: a job's runs on one UTC day. */
+export interface DailyReport {
+  day: string;
+  group: string;
+  job_id: number;
+  job_name: string;
+  runs: Record<'total' | 'success' | 'failed' | 'timeout' | 'killed' | 'lost' | 'skipped' | 'unfinished', number>;
+}
+
+export const listDailyReports = (f: { from: string; to: string; group?: string; page?: number; page_size?: number }) =>
+  api<Page<DailyReport>>('/reports/daily', { query: { ...f } });
+
+const reportPageSize = 500;
+/** Past this many report rows (jobs × days) the chart counts runs instead: 4 × n requests whatever the job count. */
+export const maxReportPages = 4;
+
+const utcDay = (d: Date) => d.toISOString().slice(0, 10);
+
+/** The last n UTC days, oldest first, as YYYY-MM-DD (today included). */
+export function lastUtcDays(n: number, now = new Date()): string[] {
+  const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
+  const out: string[] = [];
+  for (let i = n - 1; i >= 0; i--) out.push(utcDay(new Date(today - i * 86_400_000)));
+  return out;
+}
+
+/**
+ * runsPerDay is the runs by status for each of the last n UTC days (today
+ * included), stacked in the dashboard chart. It sums the daily report's
+ * per-job rows (one or a few requests; the leader refreshes the open days
+ * every minute). With very many jobs the rows would take many pages, so it
+ * then counts runs per day and status instead (4 × n small requests).
+ */
+export async function runsPerDay(n: number, now = new Date()): Promise<DaySeries> {
+  const days = lastUtcDays(n, now);
+  const labels = days.map((d) => d.slice(5));
+  const from = days[0];
+  const to = days[days.length - 1];
+  const first = await listDailyReports({ from, to, page: 1, page_size: reportPageSize });
+  const pages = Math.ceil(first.total / reportPageSize);
+  if (pages > maxReportPages) return { ...(await runsPerDayByCounts(days)), days: labels };
+  const rest = await Promise.all(
+    Array.from({ length: Math.max(0, pages - 1) }, (_, i) => listDailyReports({ from, to, page: i + 2, page_size: reportPageSize })),
+  );
+  const index = new Map(days.map((d, i) => [d, i]));
+  const series: Record<string, number[]> = Object.fromEntries(chartStatuses.map((s) => [s, days.map(() => 0)]));
+  for (const row of [first, ...rest].flatMap((p) => p.items)) {
+    const i = index.get(row.day);
+    if (i === undefined) continue;
+    for (const s of chartStatuses) series[s][i] += row.runs[s as keyof DailyReport['runs']] ?? 0;
+  }
+  return { days: labels, series, source: 'report' };
+}
+
+async function runsPerDayByCounts(days: string[]): Promise<DaySeries> {
   const series: Record<string, number[]> = {};
   await Promise.all(
     chartStatuses.map(async (s) => {
       series[s] = await Promise.all(
-        days.map((d) => count({ status: s, from: d.toISOString(), to: new Date(d.getFullYear(), d.getMonth(), d.getDate() + 1).toISOString() })),
+        days.map((d) => {
+          const start = new Date(d + 'T00:00:00Z');
+          return count({ status: s, from: start.toISOString(), to: new Date(start.getTime() + 86_400_000).toISOString() });
+        }),
       );
     }),
   );
-  return { days: days.map((d) => `${d.getMonth() + 1}/${d.getDate()}`), series };
+  return { days, series, source: 'counts' };
 }
 
 export interface Lateness {

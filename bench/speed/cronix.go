@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cronix/cronix/integration/harness"
+	"github.com/cronix/cronix/server/store"
+)
+
+// standalone is one "cronix standalone" process under measurement.
+type standalone struct {
+	p       *harness.Proc
+	api     *harness.Client
+	dataDir string
+	started time.Time // just before the process was started
+	ready   time.Time // first /readyz 200 seen by the bench
+}
+
+// addrs are the four listeners of a standalone; kept for a restart on the
+// same data dir.
+type addrs struct{ http, etcdClient, etcdPeer, raft string }
+
+func freeAddrs() (addrs, error) {
+	var a addrs
+	for _, p := range []*string{&a.http, &a.etcdClient, &a.etcdPeer, &a.raft} {
+		v, err := harness.FreeAddr()
+		if err != nil {
+			return a, fmt.Errorf("free address: %w", err)
+		}
+		*p = v
+	}
+	return a, nil
+}
+
+const adminPassword = "bench-pw"
+
+// startStandalone starts the binary on dataDir and waits for /readyz and a
+// logged-in API client.
+func startStandalone(cfg config, dataDir string, a addrs, extra ...string) (*standalone, error) {
+	args := []string{"standalone", "--data-dir", dataDir, "--http-addr", a.http, "--etcd-client-addr", a.etcdClient,
+		"--etcd-peer-addr", a.etcdPeer, "--raft-addr", a.raft, "--http-allow-loopback"}
+	if cfg.pprofAddr != "" {
+		args = append(args, "--pprof-addr", cfg.pprofAddr)
+	}
+	args = append(args, extra...)
+	s := &standalone{dataDir: dataDir, started: time.Now()}
+	p, err := harness.Start(cfg.binary, []string{"CRONIX_ADMIN_PASSWORD=" + adminPassword, "CRONIX_LOG_LEVEL=warn"}, args...)
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", cfg.binary, err)
+	}
+	s.p = p
+	s.api = harness.NewClient("http://" + a.http)
+	s.api.HTTP.Transport = &http.Transport{MaxIdleConnsPerHost: 32}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if code, _, err := s.api.Ready(); err == nil && code == http.StatusOK {
+			s.ready = time.Now()
+			break
+		}
+		select {
+		case <-p.Done():
+			return nil, fmt.Errorf("standalone exited before ready:\n%s", tail(p.Output()))
+		case <-time.After(20 * time.Millisecond): // poll period of /readyz
+		}
+		if time.Now().After(deadline) {
+			s.p.KillGroup()
+			return nil, fmt.Errorf("standalone not ready within 3m:\n%s", tail(p.Output()))
+		}
+	}
+	if _, err := p.WaitOutput(regexp.MustCompile(`URL:\s+(\S+)`), time.Minute); err != nil {
+		s.p.KillGroup()
+		return nil, err
+	}
+	if err := s.api.Login("admin", adminPassword); err != nil {
+		s.p.KillGroup()
+		return nil, fmt.Errorf("login: %w", err)
+	}
+	return s, nil
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return "…" + s[len(s)-4000:]
+	}
+	return s
+}
+
+// stop interrupts the standalone (SIGINT) and waits for it.
+func (s *standalone) stop() error {
+	select {
+	case <-s.p.Done():
+		return nil
+	default:
+	}
+	if err := s.p.Interrupt(2 * time.Minute); err != nil {
+		return fmt.Errorf("stopping standalone: %w", err)
+	}
+	return nil
+}
+
+// createJobs creates n jobs through the API with a few parallel clients;
+// body(i) is job i's body. It returns the ids in the order of i.
+func createJobs(ctx context.Context, api *harness.Client, n, workers int, body func(i int) map[string]any) ([]int64, error) {
+	ids := make([]int64, n)
+	next := make(chan int)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				j, err := api.CreateJobBody(body(i))
+				if err != nil {
+					errs <- fmt.Errorf("creating job %d: %w", i, err)
+					return
+				}
+				ids[i] = j.ID
+			}
+		}()
+	}
+	var err error
+feed:
+	for i := 0; i < n; i++ {
+		select {
+		case next <- i:
+		case err = <-errs:
+			break feed
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errs:
+		default:
+		}
+	}
+	return ids, err
+}
+
+// readRuns reads the scheduled runs of jobs from the (stopped) standalone's
+// SQLite file.
+func readRuns(ctx context.Context, dataDir string, jobs []int64, perJob int) ([]run, error) {
+	st, err := store.Open(ctx, "sqlite://"+filepath.Join(dataDir, "cronix.db"))
+	if err != nil {
+		return nil, fmt.Errorf("opening the SQLite store: %w", err)
+	}
+	defer st.Close()
+	var out []run
+	for _, id := range jobs {
+		rs, _, err := st.ListRuns(ctx, id, store.Page{Page: 1, PageSize: perJob})
+		if err != nil {
+			return nil, fmt.Errorf("runs of job %d: %w", id, err)
+		}
+		for _, r := range rs {
+			x := run{Job: r.JobID, Scheduled: r.ScheduledAt}
+			if r.StartedAt != nil {
+				x.Started = *r.StartedAt
+			}
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
+
+// usageSample is one reading of the standalone's process tree.
+type usageSample struct {
+	At time.Time
+	treeUsage
+}
+
+// sampler reads the process tree of pid every period until stopped.
+type sampler struct {
+	mu      sync.Mutex
+	samples []usageSample
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+func startSampler(ctx context.Context, pid int, period time.Duration) *sampler {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &sampler{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			if u, err := readTree("/proc", pid); err == nil {
+				s.mu.Lock()
+				s.samples = append(s.samples, usageSample{At: time.Now(), treeUsage: u})
+				s.mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+func (s *sampler) stop() []usageSample {
+	s.cancel()
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.samples
+}
+
+// resources are the CPU and memory figures of a window.
+type resources struct {
+	CPU                  float64 // % of one core, whole tree
+	PeakRSS, PeakRootRSS int64
+}
+
+// windowResources computes CPU between the samples closest to start and end,
+// and the peak RSS over the samples within [start, end+grace].
+func windowResources(ss []usageSample, start, end time.Time, clkTck int64) resources {
+	var r resources
+	var a, b *usageSample
+	for i := range ss {
+		s := &ss[i]
+		if a == nil && !s.At.Before(start) {
+			a = s
+		}
+		if !s.At.After(end) {
+			b = s
+		}
+		if !s.At.Before(start) && !s.At.After(end) {
+			r.PeakRSS, r.PeakRootRSS = max(r.PeakRSS, s.RSS), max(r.PeakRootRSS, s.RootRSS)
+		}
+	}
+	if a != nil && b != nil && b.At.After(a.At) {
+		r.CPU = cpuPercent(a.treeUsage, b.treeUsage, clkTck, b.At.Sub(a.At))
+	}
+	return r
+}
+
+// clockTicks is the kernel's USER_HZ (the unit of /proc/<pid>/stat times).
+func clockTicks() int64 {
+	out, err := exec.Command("getconf", "CLK_TCK").Output()
+	if err == nil {
+		if v, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64); err == nil && v > 0 {
+			return v
+		}
+	}
+	return 100
+}
+
+// gitCommit is the short HEAD commit, "+dirty" with uncommitted changes.
+func gitCommit() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+		c += "+dirty"
+	}
+	return c
+}

@@ -1,0 +1,298 @@
+// Command speed is Cronix's speed benchmark (issue 12): it runs workloads
+// through the real binary ("cronix standalone") and writes one table to
+// docs/benchmarks.md between the speed markers (the soak its own section):
+//
+//   - http: N jobs every second calling a receiver in this process;
+//     lateness = request arrival − scheduled second (the arrival is matched
+//     to the job's run by its started_at, since the http handler sends
+//     nothing naming the fire);
+//   - shell: N jobs every second running `t=$(date +%s%N); echo ...`;
+//     lateness from the command's own timestamp; then the fork floor: this
+//     process starting the same command N times at each second with a pool
+//     of parallel starters;
+//   - scale: many enabled hourly/daily jobs plus every-second http jobs:
+//     start → /readyz and → first fire, jobs list latency, lateness;
+//   - soak (-soak): shell for a long time with RSS sampled every 10 s.
+//
+// CPU is the whole process tree (standalone and its plugin processes and
+// their reaped children) from /proc/<pid>/stat; RSS is summed over the tree
+// and given for the standalone alone.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cronix/cronix/bench/benchreport"
+)
+
+type config struct {
+	binary, out, label, pprofAddr  string
+	workloads                      []string
+	httpRates, shellRates          []int
+	seconds, floorSeconds          int
+	warmup, bucket                 time.Duration
+	floorWorkers, createWorkers    int
+	scaleJobs, scaleAPIJobs        int
+	scaleEverySecond, listRequests int
+	soak                           bool
+	soakRate                       int
+	soakDuration, soakSample       time.Duration
+	soakWarmup                     time.Duration
+	keep                           bool
+	seed                           int64
+	clkTck                         int64
+}
+
+func (c config) cleanup(dir string) {
+	if c.keep {
+		fmt.Println("  kept", dir)
+		return
+	}
+	_ = os.RemoveAll(dir)
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("rate %q: want a positive integer", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func main() {
+	var cfg config
+	var workloads, httpRates, shellRates string
+	flag.StringVar(&cfg.binary, "binary", "bin/cronix", "cronix binary to run")
+	flag.StringVar(&cfg.out, "out", "docs/benchmarks.md", "Markdown file to update ('' = print only)")
+	flag.StringVar(&cfg.label, "label", "", "note printed above the table (e.g. that this is a smoke run)")
+	flag.StringVar(&workloads, "workloads", "http,shell,scale", "comma-separated workloads: http, shell, scale")
+	flag.StringVar(&httpRates, "http-rates", "1000,3000", "http jobs per second, one run per rate")
+	flag.StringVar(&shellRates, "shell-rates", "500", "shell jobs per second, one run per rate")
+	flag.IntVar(&cfg.seconds, "seconds", 180, "measured window of each run, seconds")
+	flag.DurationVar(&cfg.warmup, "warmup", 5*time.Second, "firing before the window starts")
+	flag.DurationVar(&cfg.bucket, "bucket", 30*time.Second, "drift bucket: p99 lateness per bucket")
+	flag.IntVar(&cfg.floorSeconds, "floor-seconds", 60, "fork floor window (at most --seconds; 0 = skip the floor)")
+	flag.IntVar(&cfg.floorWorkers, "floor-workers", runtime.GOMAXPROCS(0), "parallel starters of the fork floor")
+	flag.IntVar(&cfg.createWorkers, "create-workers", 8, "parallel API clients creating jobs")
+	flag.IntVar(&cfg.scaleJobs, "scale-jobs", 100_000, "scale: enabled hourly/daily jobs")
+	flag.IntVar(&cfg.scaleAPIJobs, "scale-api-jobs", 10_000, "scale: how many of them are created through the API (timed; the rest are inserted into SQLite)")
+	flag.IntVar(&cfg.scaleEverySecond, "scale-every-second", 200, "scale: every-second http jobs")
+	flag.IntVar(&cfg.listRequests, "list-requests", 200, "scale: jobs list requests timed")
+	flag.BoolVar(&cfg.soak, "soak", false, "run only the soak: shell at --soak-rate for --soak-duration, RSS every --soak-sample")
+	flag.IntVar(&cfg.soakRate, "soak-rate", 500, "soak: shell jobs per second")
+	flag.DurationVar(&cfg.soakDuration, "soak-duration", 30*time.Minute, "soak: length")
+	flag.DurationVar(&cfg.soakSample, "soak-sample", 10*time.Second, "soak: RSS sampling period")
+	flag.DurationVar(&cfg.soakWarmup, "soak-warmup", 5*time.Minute, "soak: samples before this are left out of the RSS slope")
+	flag.StringVar(&cfg.pprofAddr, "pprof-addr", "", "start the standalone with --pprof-addr (for profiling during a run)")
+	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary data dirs")
+	flag.Int64Var(&cfg.seed, "seed", time.Now().UnixNano(), "seed of the scale schedules")
+	flag.Parse()
+	var err error
+	if cfg.httpRates, err = ints(httpRates); err == nil {
+		cfg.shellRates, err = ints(shellRates)
+	}
+	if err == nil && (cfg.seconds < 1 || cfg.floorSeconds < 0) {
+		err = fmt.Errorf("--seconds must be at least 1 and --floor-seconds at least 0")
+	}
+	if err == nil && cfg.scaleAPIJobs < 1 {
+		err = fmt.Errorf("--scale-api-jobs must be at least 1 (the bulk insert copies an API-created job)")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "speed:", err)
+		os.Exit(2)
+	}
+	for _, w := range strings.Split(workloads, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			cfg.workloads = append(cfg.workloads, w)
+		}
+	}
+	cfg.clkTck = clockTicks()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if cfg.soak {
+		err = runSoak(ctx, cfg)
+	} else {
+		err = runAll(ctx, cfg)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "speed:", err)
+		os.Exit(1)
+	}
+}
+
+func runAll(ctx context.Context, cfg config) error {
+	var rows []row
+	var ratios []string
+	for _, w := range cfg.workloads {
+		switch w {
+		case "http":
+			for _, rate := range cfg.httpRates {
+				r, err := httpWorkload(ctx, cfg, rate)
+				if err != nil {
+					return fmt.Errorf("http %d/s: %w", rate, err)
+				}
+				rows = append(rows, r)
+			}
+		case "shell":
+			for _, rate := range cfg.shellRates {
+				r, fl, _, err := shellWorkload(ctx, cfg, rate, cfg.seconds, time.Second)
+				if err != nil {
+					return fmt.Errorf("shell %d/s: %w", rate, err)
+				}
+				rows = append(rows, r)
+				if fl.Workload != "" {
+					rows = append(rows, fl)
+					ratios = append(ratios, fmt.Sprintf("shell %d/s ÷ fork floor: p50 %s, p99 %s (acceptance: each ≤ 1.15)",
+						rate, ratio(r.P50, fl.P50), ratio(r.P99, fl.P99)))
+				}
+			}
+		case "scale":
+			r, err := scaleWorkload(ctx, cfg)
+			if err != nil {
+				return fmt.Errorf("scale: %w", err)
+			}
+			rows = append(rows, r)
+		default:
+			return fmt.Errorf("unknown workload %q (want http, shell, scale)", w)
+		}
+	}
+	report := renderSpeed(cfg, rows, ratios)
+	fmt.Print(report)
+	if cfg.out == "" {
+		return nil
+	}
+	if err := benchreport.UpdateSection(cfg.out, "speed", report); err != nil {
+		return fmt.Errorf("writing %s: %w", cfg.out, err)
+	}
+	return nil
+}
+
+func ratio(a, b time.Duration) string {
+	if b <= 0 {
+		return "n/a"
+	}
+	return strconv.FormatFloat(float64(a)/float64(b), 'f', 2, 64)
+}
+
+func header(b *strings.Builder, cfg config, title string) {
+	fmt.Fprintf(b, "### %s\n\n", title)
+	if cfg.label != "" {
+		fmt.Fprintf(b, "> **%s**\n\n", cfg.label)
+	}
+	fmt.Fprintf(b, "Measured %s on %s, commit `%s`, `%s`.\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+		benchreport.Machine(), gitCommit(), "go run ./bench/speed "+shellArgs(os.Args[1:]))
+}
+
+func renderSpeed(cfg config, rows []row, ratios []string) string {
+	var b strings.Builder
+	header(&b, cfg, "Speed: lateness, CPU and memory at fires every second (standalone)")
+	b.WriteString("One `cronix standalone` per row (embedded etcd, SQLite, single-voter raft, one node, `--http-allow-loopback`), " +
+		"jobs on `*/1 * * * * *` created through the API, measured over whole seconds after a " + cfg.warmup.String() + " warm-up. " +
+		"Lateness: **http** = request arrival at the bench's receiver − scheduled second (the arrival is attributed to the job's run " +
+		"that started last before it, since the http handler sends nothing naming the fire); **shell** = the command's own " +
+		"`date +%s%N` − scheduled second (from `$CRONIX_FIRE_ID`). Missed = fires of the window with no execution; duplicated = " +
+		"extra executions of one fire. CPU = utime+stime of the standalone, its plugin processes and their reaped children over " +
+		"the window, in % of one core (this machine has " + strconv.Itoa(runtime.NumCPU()) + "). RSS = peak of the process tree's " +
+		"summed VmRSS (shared pages counted per process) / of the standalone alone, sampled every second.\n\n")
+	b.WriteString("| workload | rate | window | lateness p50 / p99 / max | missed | duplicated | CPU (of " + strconv.Itoa(100*runtime.NumCPU()) + "%) | peak RSS tree / standalone |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		cpu, rss := fmt.Sprintf("%.0f%%", r.CPU), mib(r.PeakRSS)+" / "+mib(r.PeakRootRSS)
+		if r.PeakRSS == 0 {
+			cpu, rss = "–", "–"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d s | %s / %s / %s | %d of %d | %d | %s | %s |\n", r.Workload, r.Rate, r.Seconds,
+			ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.Expected, r.Duplicated, cpu, rss)
+	}
+	b.WriteString("\n")
+	for _, r := range rows {
+		drift := make([]string, len(r.Drift))
+		for i, d := range r.Drift {
+			drift[i] = strings.TrimSuffix(ms(d), " ms")
+		}
+		fmt.Fprintf(&b, "- **%s %s**: drift (p99 per %s bucket, ms): %s", r.Workload, r.Rate, cfg.bucket, strings.Join(drift, " · "))
+		for _, n := range r.Notes {
+			fmt.Fprintf(&b, "; %s", n)
+		}
+		b.WriteString(".\n")
+	}
+	for _, x := range ratios {
+		fmt.Fprintf(&b, "- %s.\n", x)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+func runSoak(ctx context.Context, cfg config) error {
+	seconds := int(cfg.soakDuration / time.Second)
+	cfg.floorSeconds = 0
+	r, _, usage, err := shellWorkload(ctx, cfg, cfg.soakRate, seconds, cfg.soakSample)
+	if err != nil {
+		return err
+	}
+	var ts []time.Duration
+	var rss, all []float64
+	var t0 time.Time
+	var lines []string
+	for i, u := range usage {
+		if i == 0 {
+			t0 = u.At
+		}
+		v := float64(u.RSS) / (1 << 20)
+		all = append(all, v)
+		lines = append(lines, fmt.Sprintf("| %s | %.0f | %.0f |", u.At.Sub(t0).Round(time.Second), v, float64(u.RootRSS)/(1<<20)))
+		if u.At.Sub(t0) >= cfg.soakWarmup {
+			ts = append(ts, u.At.Sub(t0))
+			rss = append(rss, v)
+		}
+	}
+	var b strings.Builder
+	header(&b, cfg, "Soak: shell jobs for a long run, RSS over time (standalone)")
+	fmt.Fprintf(&b, "`make bench-soak`: %d shell jobs every second for %s, the process tree's RSS sampled every %s.\n\n",
+		cfg.soakRate, cfg.soakDuration, cfg.soakSample)
+	fmt.Fprintf(&b, "| figure | value |\n|---|---|\n")
+	fmt.Fprintf(&b, "| lateness p50 / p99 / max | %s / %s / %s |\n", ms(r.P50), ms(r.P99), ms(r.Max))
+	fmt.Fprintf(&b, "| missed / duplicated | %d of %d / %d |\n", r.Missed, r.Expected, r.Duplicated)
+	fmt.Fprintf(&b, "| CPU (of %d%%) | %.0f%% |\n", 100*runtime.NumCPU(), r.CPU)
+	fmt.Fprintf(&b, "| peak RSS tree / standalone | %s / %s |\n", mib(r.PeakRSS), mib(r.PeakRootRSS))
+	fmt.Fprintf(&b, "| RSS slope after %s warm-up (least squares over %d samples) | %+.1f MiB/h |\n", cfg.soakWarmup, len(rss), slopePerHour(ts, rss))
+	fmt.Fprintf(&b, "| RSS (tree) over time | `%s` |\n\n", sparkline(all))
+	b.WriteString("<details><summary>RSS samples (MiB)</summary>\n\n| t | tree | standalone |\n|---|---|---|\n")
+	b.WriteString(strings.Join(lines, "\n"))
+	b.WriteString("\n\n</details>\n\n")
+	fmt.Print(b.String())
+	if cfg.out == "" {
+		return nil
+	}
+	if err := benchreport.UpdateSection(cfg.out, "speed-soak", b.String()); err != nil {
+		return fmt.Errorf("writing %s: %w", cfg.out, err)
+	}
+	return nil
+}
+
+// shellArgs joins args for display, quoting the ones a shell would split.
+func shellArgs(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t'\"$") {
+			a = strconv.Quote(a)
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
+}

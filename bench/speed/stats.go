@@ -1,0 +1,362 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cronix/cronix/bench/benchreport"
+)
+
+// parseFireID splits a scheduled fire id "<job>-<unix ms>" (cluster.FireID)
+// into the job id and the scheduled instant; shard and manual ids are refused.
+func parseFireID(id string) (job int64, at time.Time, err error) {
+	j, ms, ok := strings.Cut(strings.TrimSpace(id), "-")
+	if !ok {
+		return 0, time.Time{}, fmt.Errorf("fire id %q: want <job>-<unix ms>", id)
+	}
+	if job, err = strconv.ParseInt(j, 10, 64); err != nil {
+		return 0, time.Time{}, fmt.Errorf("fire id %q: job: %w", id, err)
+	}
+	m, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("fire id %q: scheduled ms: %w", id, err)
+	}
+	return job, time.UnixMilli(m), nil
+}
+
+// sample is one execution seen by the bench: which fire (job, scheduled
+// second) and when it started (the command's own clock, or the request's
+// arrival at the receiver).
+type sample struct {
+	Job       int64
+	Scheduled time.Time
+	At        time.Time
+}
+
+// Lateness is how long after its scheduled instant the execution started.
+func (s sample) Lateness() time.Duration { return s.At.Sub(s.Scheduled) }
+
+// parseExecLine reads one line "<fire id> <unix ns>" written by the shell
+// workload's command.
+func parseExecLine(line string) (sample, error) {
+	id, ns, ok := strings.Cut(strings.TrimSpace(line), " ")
+	if !ok {
+		return sample{}, fmt.Errorf("exec line %q: want <fire id> <unix ns>", line)
+	}
+	job, at, err := parseFireID(id)
+	if err != nil {
+		return sample{}, err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(ns), 10, 64)
+	if err != nil {
+		return sample{}, fmt.Errorf("exec line %q: timestamp: %w", line, err)
+	}
+	return sample{Job: job, Scheduled: at, At: time.Unix(0, n)}, nil
+}
+
+// readExecLog parses the exec log from offset, returning the samples, the
+// offset after the last complete line and the lines it could not parse.
+func readExecLog(path string, offset int64) (out []sample, next int64, bad int, err error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, offset, 0, nil
+	}
+	if err != nil {
+		return nil, offset, 0, fmt.Errorf("exec log: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return nil, offset, 0, fmt.Errorf("exec log: %w", err)
+	}
+	r := bufio.NewReaderSize(f, 1<<16)
+	next = offset
+	for {
+		line, rerr := r.ReadString('\n')
+		if rerr != nil { // a partial last line is read again next time
+			if errors.Is(rerr, io.EOF) {
+				return out, next, bad, nil
+			}
+			return out, next, bad, fmt.Errorf("exec log: %w", rerr)
+		}
+		next += int64(len(line))
+		s, perr := parseExecLine(line)
+		if perr != nil {
+			bad++
+			continue
+		}
+		out = append(out, s)
+	}
+}
+
+// tally is what a workload measured over its window.
+type tally struct {
+	Expected, Executed, Missed, Duplicated int
+	P50, P99, Max                          time.Duration
+	// Drift is the p99 lateness per 30-s bucket of the window.
+	Drift []time.Duration
+}
+
+// tallySamples keeps the samples of the given jobs scheduled in [start,
+// end) on whole seconds and computes lateness (first execution of each
+// fire), missed and duplicated fires and the per-bucket p99.
+func tallySamples(samples []sample, jobs []int64, start, end time.Time, bucket time.Duration) tally {
+	want := make(map[int64]bool, len(jobs))
+	for _, j := range jobs {
+		want[j] = true
+	}
+	type key struct {
+		job int64
+		sec int64
+	}
+	first := map[key]sample{}
+	var t tally
+	secs := int(end.Sub(start) / time.Second)
+	t.Expected = len(jobs) * secs
+	for _, s := range samples {
+		if !want[s.Job] || s.Scheduled.Before(start) || !s.Scheduled.Before(end) {
+			continue
+		}
+		k := key{s.Job, s.Scheduled.Unix()}
+		if f, ok := first[k]; ok {
+			t.Duplicated++
+			if s.At.Before(f.At) {
+				first[k] = s
+			}
+			continue
+		}
+		first[k] = s
+	}
+	t.Executed = len(first)
+	t.Missed = t.Expected - t.Executed
+	all := make([]time.Duration, 0, len(first))
+	nb := max(1, int((end.Sub(start)+bucket-1)/bucket))
+	per := make([][]time.Duration, nb)
+	for _, s := range first {
+		l := s.Lateness()
+		all = append(all, l)
+		b := min(nb-1, int(s.Scheduled.Sub(start)/bucket))
+		per[b] = append(per[b], l)
+	}
+	t.P50, t.P99, t.Max = benchreport.Percentiles(all)
+	for _, ds := range per {
+		_, p99, _ := benchreport.Percentiles(ds)
+		t.Drift = append(t.Drift, p99)
+	}
+	return t
+}
+
+// run is the part of a Cronix run the http matching needs.
+type run struct {
+	Job       int64
+	Scheduled time.Time
+	Started   time.Time
+}
+
+// matchArrivals turns the receiver's arrivals (job, arrival time) into
+// samples: the http handler sends nothing naming the fire, so each arrival
+// is attributed to the job's run that started last at or before it (the
+// node records started_at just before the handler sends the request;
+// slack absorbs the timestamp's rounding). Arrivals with no such run keep
+// Scheduled zero and are returned as unmatched.
+func matchArrivals(arrivals []sample, runs []run, slack time.Duration) (out []sample, unmatched int) {
+	byJob := map[int64][]run{}
+	for _, r := range runs {
+		if !r.Started.IsZero() {
+			byJob[r.Job] = append(byJob[r.Job], r)
+		}
+	}
+	for _, rs := range byJob {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Started.Before(rs[j].Started) })
+	}
+	for _, a := range arrivals {
+		rs := byJob[a.Job]
+		i := sort.Search(len(rs), func(i int) bool { return rs[i].Started.After(a.At.Add(slack)) }) - 1
+		if i < 0 {
+			unmatched++
+			continue
+		}
+		out = append(out, sample{Job: a.Job, Scheduled: rs[i].Scheduled, At: a.At})
+	}
+	return out, unmatched
+}
+
+// procStat is what the bench reads from /proc/<pid>/stat.
+type procStat struct {
+	PID, PPID int
+	// Ticks is utime+stime+cutime+cstime: CPU of the process and of its
+	// children it has reaped (clock ticks).
+	Ticks int64
+}
+
+// parseProcStat parses the content of /proc/<pid>/stat. The command name
+// (field 2) is in parentheses and may contain spaces and parentheses, so
+// the fields are counted from the last ')'.
+func parseProcStat(b string) (procStat, error) {
+	open, end := strings.IndexByte(b, '('), strings.LastIndexByte(b, ')')
+	if open < 0 || end < open {
+		return procStat{}, fmt.Errorf("proc stat %q: no command name", b)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(b[:open]))
+	if err != nil {
+		return procStat{}, fmt.Errorf("proc stat: pid: %w", err)
+	}
+	f := strings.Fields(b[end+1:]) // f[0] is field 3 (state)
+	if len(f) < 15 {
+		return procStat{}, fmt.Errorf("proc stat of %d: %d fields after the name, want 15+", pid, len(f))
+	}
+	st := procStat{PID: pid}
+	if st.PPID, err = strconv.Atoi(f[1]); err != nil {
+		return procStat{}, fmt.Errorf("proc stat of %d: ppid: %w", pid, err)
+	}
+	for _, i := range []int{11, 12, 13, 14} { // utime stime cutime cstime: fields 14-17
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return procStat{}, fmt.Errorf("proc stat of %d: field %d: %w", pid, i+3, err)
+		}
+		st.Ticks += v
+	}
+	return st, nil
+}
+
+// parseVmRSS returns VmRSS in bytes from the content of /proc/<pid>/status.
+func parseVmRSS(b string) (int64, error) {
+	for _, line := range strings.Split(b, "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("VmRSS %q: %w", rest, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("no VmRSS line")
+}
+
+// descendants returns root and every process below it in stats.
+func descendants(root int, stats []procStat) []procStat {
+	children := map[int][]procStat{}
+	var self *procStat
+	for i, s := range stats {
+		children[s.PPID] = append(children[s.PPID], s)
+		if s.PID == root {
+			self = &stats[i]
+		}
+	}
+	if self == nil {
+		return nil
+	}
+	out := []procStat{*self}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i].PID]...)
+	}
+	return out
+}
+
+// treeUsage is the CPU ticks and RSS of a process tree at one instant.
+type treeUsage struct {
+	Ticks        int64 // whole tree, reaped children included
+	RSS, RootRSS int64 // bytes: sum over the tree (shared pages counted per process), root alone
+	Procs        int
+}
+
+// readTree reads /proc under procDir for root and its descendants.
+func readTree(procDir string, root int) (treeUsage, error) {
+	ents, err := os.ReadDir(procDir)
+	if err != nil {
+		return treeUsage{}, fmt.Errorf("reading %s: %w", procDir, err)
+	}
+	var stats []procStat
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(procDir, e.Name(), "stat"))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		if st, err := parseProcStat(string(b)); err == nil {
+			stats = append(stats, st)
+		}
+	}
+	tree := descendants(root, stats)
+	if len(tree) == 0 {
+		return treeUsage{}, fmt.Errorf("process %d is gone", root)
+	}
+	u := treeUsage{Procs: len(tree)}
+	for _, p := range tree {
+		u.Ticks += p.Ticks
+		b, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(p.PID), "status"))
+		if err != nil {
+			continue
+		}
+		rss, err := parseVmRSS(string(b))
+		if err != nil {
+			continue // a zombie has no VmRSS
+		}
+		u.RSS += rss
+		if p.PID == root {
+			u.RootRSS = rss
+		}
+	}
+	return u, nil
+}
+
+// cpuPercent is the CPU used between two tree readings as a percentage of
+// one core (a 2-core machine tops out at 200%).
+func cpuPercent(a, b treeUsage, clkTck int64, window time.Duration) float64 {
+	if window <= 0 || clkTck <= 0 {
+		return 0
+	}
+	return float64(b.Ticks-a.Ticks) / float64(clkTck) / window.Seconds() * 100
+}
+
+// slopePerHour fits a least-squares line through (t, v) and returns its
+// slope per hour.
+func slopePerHour(ts []time.Duration, vs []float64) float64 {
+	n := float64(len(ts))
+	if len(ts) < 2 || len(ts) != len(vs) {
+		return 0
+	}
+	var sx, sy, sxx, sxy float64
+	for i := range ts {
+		x := ts[i].Hours()
+		sx += x
+		sy += vs[i]
+		sxx += x * x
+		sxy += x * vs[i]
+	}
+	d := n*sxx - sx*sx
+	if d == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / d
+}
+
+// sparkline draws vs as a line of block characters between their min and max.
+func sparkline(vs []float64) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	bars := []rune("▁▂▃▄▅▆▇█")
+	lo, hi := vs[0], vs[0]
+	for _, v := range vs {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	var b strings.Builder
+	for _, v := range vs {
+		i := 0
+		if hi > lo {
+			i = int((v - lo) / (hi - lo) * float64(len(bars)-1))
+		}
+		b.WriteRune(bars[i])
+	}
+	return b.String()
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseFireID(t *testing.T) {
+	job, at, err := parseFireID("42-1700000001000")
+	require.NoError(t, err)
+	require.Equal(t, int64(42), job)
+	require.Equal(t, time.UnixMilli(1700000001000), at)
+
+	for _, bad := range []string{"", "42", "x-1000", "42-x", "42-1000-s2"} {
+		_, _, err := parseFireID(bad)
+		require.Error(t, err, bad)
+	}
+}
+
+func TestExecLogIncremental(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "exec.log")
+	require.NoError(t, os.WriteFile(path, []byte("7-1700000001000 1700000001012000000\ngarbage\n7-1700000002000 17000"), 0o600))
+	got, next, bad, err := readExecLog(path, 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, bad)
+	require.Len(t, got, 1, "the partial last line waits")
+	require.Equal(t, 12*time.Millisecond, got[0].Lateness())
+
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("00002020000000\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	got, _, bad, err = readExecLog(path, next)
+	require.NoError(t, err)
+	require.Zero(t, bad)
+	require.Len(t, got, 1)
+	require.Equal(t, int64(7), got[0].Job)
+	require.Equal(t, 20*time.Millisecond, got[0].Lateness())
+
+	got, _, _, err = readExecLog(filepath.Join(t.TempDir(), "none"), 0)
+	require.NoError(t, err)
+	require.Empty(t, got)
+}
+
+func TestTallyMissedDuplicatedAndDrift(t *testing.T) {
+	start := time.Unix(1700000000, 0)
+	end := start.Add(60 * time.Second)
+	var ss []sample
+	for sec := 0; sec < 60; sec++ {
+		at := start.Add(time.Duration(sec) * time.Second)
+		late := 10 * time.Millisecond
+		if sec >= 30 {
+			late = 50 * time.Millisecond // second bucket drifts
+		}
+		for _, job := range []int64{1, 2} {
+			if job == 2 && sec == 5 {
+				continue // missed
+			}
+			ss = append(ss, sample{Job: job, Scheduled: at, At: at.Add(late)})
+		}
+	}
+	ss = append(ss,
+		sample{Job: 1, Scheduled: start.Add(3 * time.Second), At: start.Add(3*time.Second + 900*time.Millisecond)}, // duplicate, later
+		sample{Job: 1, Scheduled: end, At: end},                    // after the window
+		sample{Job: 3, Scheduled: start, At: start.Add(time.Hour)}, // not a measured job
+	)
+	tl := tallySamples(ss, []int64{1, 2}, start, end, 30*time.Second)
+	require.Equal(t, 120, tl.Expected)
+	require.Equal(t, 119, tl.Executed)
+	require.Equal(t, 1, tl.Missed)
+	require.Equal(t, 1, tl.Duplicated)
+	require.Equal(t, 50*time.Millisecond, tl.Max, "the duplicate's lateness does not count: the first execution does")
+	require.Equal(t, []time.Duration{10 * time.Millisecond, 50 * time.Millisecond}, tl.Drift)
+	require.Equal(t, 50*time.Millisecond, tl.P99)
+}
+
+func TestMatchArrivals(t *testing.T) {
+	s0 := time.Unix(1700000000, 0)
+	runs := []run{
+		{Job: 1, Scheduled: s0, Started: s0.Add(1200 * time.Millisecond)}, // late: starts after the next second
+		{Job: 1, Scheduled: s0.Add(time.Second), Started: s0.Add(1300 * time.Millisecond)},
+		{Job: 1, Scheduled: s0.Add(2 * time.Second), Started: s0.Add(2005 * time.Millisecond)},
+		{Job: 2, Scheduled: s0, Started: time.Time{}}, // never started
+	}
+	arr := []sample{
+		{Job: 1, At: s0.Add(1250 * time.Millisecond)},
+		{Job: 1, At: s0.Add(1310 * time.Millisecond)},
+		{Job: 1, At: s0.Add(2004 * time.Millisecond)}, // started_at rounded up past the arrival: slack
+		{Job: 1, At: s0.Add(2100 * time.Millisecond)}, // a second arrival for the same fire
+		{Job: 2, At: s0.Add(10 * time.Millisecond)},
+	}
+	got, unmatched := matchArrivals(arr, runs, 2*time.Millisecond)
+	require.Equal(t, 1, unmatched)
+	require.Len(t, got, 4)
+	require.Equal(t, 1250*time.Millisecond, got[0].Lateness())
+	require.Equal(t, 310*time.Millisecond, got[1].Lateness())
+	require.Equal(t, s0.Add(2*time.Second), got[2].Scheduled)
+	require.Equal(t, s0.Add(2*time.Second), got[3].Scheduled)
+	tl := tallySamples(got, []int64{1}, s0, s0.Add(3*time.Second), 30*time.Second)
+	require.Equal(t, 0, tl.Missed)
+	require.Equal(t, 1, tl.Duplicated)
+}
+
+func TestParseProcStat(t *testing.T) {
+	// The command name may hold spaces and parentheses.
+	line := "4242 (cronix (x) y) S 4200 4242 4242 0 -1 4194560 100 0 0 0 150 25 7 3 20 0 12 0 100 1000 200 18446744073709551615\n"
+	st, err := parseProcStat(line)
+	require.NoError(t, err)
+	require.Equal(t, procStat{PID: 4242, PPID: 4200, Ticks: 150 + 25 + 7 + 3}, st)
+
+	_, err = parseProcStat("4242 (short) S 1 2")
+	require.Error(t, err)
+	_, err = parseProcStat("no name here")
+	require.Error(t, err)
+}
+
+func TestParseVmRSS(t *testing.T) {
+	rss, err := parseVmRSS("Name:\tcronix\nVmPeak:\t  900 kB\nVmRSS:\t  2048 kB\nThreads: 9\n")
+	require.NoError(t, err)
+	require.Equal(t, int64(2048<<10), rss)
+	_, err = parseVmRSS("Name:\tzombie\n")
+	require.Error(t, err)
+}
+
+func TestDescendantsAndCPU(t *testing.T) {
+	stats := []procStat{
+		{PID: 1, PPID: 0, Ticks: 1000},
+		{PID: 10, PPID: 1, Ticks: 200}, // root
+		{PID: 11, PPID: 10, Ticks: 50}, // plugin
+		{PID: 12, PPID: 11, Ticks: 5},  // its shell
+		{PID: 20, PPID: 1, Ticks: 999}, // unrelated
+	}
+	tree := descendants(10, stats)
+	require.ElementsMatch(t, []int{10, 11, 12}, []int{tree[0].PID, tree[1].PID, tree[2].PID})
+	require.Len(t, tree, 3)
+	require.Nil(t, descendants(99, stats))
+
+	a, b := treeUsage{Ticks: 255}, treeUsage{Ticks: 255 + 800}
+	require.InDelta(t, 80.0, cpuPercent(a, b, 100, 10*time.Second), 1e-9, "800 ticks at 100 Hz over 10 s = 0.8 core")
+}
+
+func TestReadTreeOfThisProcess(t *testing.T) {
+	u, err := readTree("/proc", os.Getpid())
+	require.NoError(t, err)
+	require.Positive(t, u.RootRSS)
+	require.GreaterOrEqual(t, u.RSS, u.RootRSS)
+	require.GreaterOrEqual(t, u.Procs, 1)
+	_, err = readTree("/proc", 1<<30)
+	require.Error(t, err)
+}
+
+func TestSlopeAndSparkline(t *testing.T) {
+	ts := []time.Duration{0, 30 * time.Minute, time.Hour}
+	require.InDelta(t, 10.0, slopePerHour(ts, []float64{100, 105, 110}), 1e-9)
+	require.InDelta(t, 0.0, slopePerHour(ts, []float64{100, 100, 100}), 1e-9)
+	require.Equal(t, "▁▄█", sparkline([]float64{1, 1.5, 2}))
+	require.Equal(t, "▁▁", sparkline([]float64{3, 3}))
+}

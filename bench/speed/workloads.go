@@ -1,0 +1,491 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// row is one line of the report table plus its notes.
+type row struct {
+	Workload, Rate string
+	Seconds        int
+	tally
+	resources
+	Notes []string
+}
+
+// receiver is the http workload's target: it records the arrival time of
+// every request to /j/<index>.
+type receiver struct {
+	srv  *http.Server
+	ln   net.Listener
+	done chan struct{}
+
+	mu       sync.Mutex
+	arrivals []sample // Job = the job's index until mapped to its id
+	last     map[int64]time.Time
+	bg       int
+}
+
+func startReceiver() (*receiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("receiver: %w", err)
+	}
+	r := &receiver{ln: ln, done: make(chan struct{}), last: map[int64]time.Time{}}
+	r.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		at := time.Now()
+		if rest, ok := strings.CutPrefix(req.URL.Path, "/j/"); ok {
+			if i, err := strconv.ParseInt(rest, 10, 64); err == nil {
+				r.mu.Lock()
+				r.arrivals = append(r.arrivals, sample{Job: i, At: at})
+				r.last[i] = at
+				r.mu.Unlock()
+			}
+		} else {
+			r.mu.Lock()
+			r.bg++
+			r.mu.Unlock()
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})}
+	go func() {
+		defer close(r.done)
+		if err := r.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(os.Stderr, "receiver:", err)
+		}
+	}()
+	return r, nil
+}
+
+func (r *receiver) url(path string) string { return "http://" + r.ln.Addr().String() + path }
+
+func (r *receiver) close() {
+	_ = r.srv.Close()
+	<-r.done
+}
+
+// allPast reports whether every index in [0, n) has an arrival at or after t.
+func (r *receiver) allPast(n int, t time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := 0; i < n; i++ {
+		if r.last[int64(i)].Before(t) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *receiver) first() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var f time.Time
+	for _, a := range r.arrivals {
+		if f.IsZero() || a.At.Before(f) {
+			f = a.At
+		}
+	}
+	return f
+}
+
+// snapshot returns the arrivals with the index mapped to the job id.
+func (r *receiver) snapshot(ids []int64) []sample {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]sample, 0, len(r.arrivals))
+	for _, a := range r.arrivals {
+		if a.Job >= 0 && int(a.Job) < len(ids) {
+			out = append(out, sample{Job: ids[a.Job], At: a.At})
+		}
+	}
+	return out
+}
+
+// window is the measured span: whole seconds after a warm-up.
+func window(cfg config, seconds int) (start, end time.Time) {
+	start = time.Now().Truncate(time.Second).Add(cfg.warmup)
+	return start, start.Add(time.Duration(seconds) * time.Second)
+}
+
+// waitUntil polls cond every period until it holds or the deadline passes.
+func waitUntil(ctx context.Context, deadline time.Time, period time.Duration, cond func() bool) bool {
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(period):
+		}
+	}
+	return true
+}
+
+func everySecond(name, handler string, params any) map[string]any {
+	return map[string]any{"name": name, "schedule": "*/1 * * * * *", "handler": handler, "params": params}
+}
+
+// httpWorkload runs rate http jobs every second against the receiver.
+func httpWorkload(ctx context.Context, cfg config, rate int) (row, error) {
+	rec, err := startReceiver()
+	if err != nil {
+		return row{}, err
+	}
+	defer rec.close()
+	dir, err := os.MkdirTemp("", "cronix-speed-http-")
+	if err != nil {
+		return row{}, fmt.Errorf("temp dir: %w", err)
+	}
+	defer cfg.cleanup(dir)
+	a, err := freeAddrs()
+	if err != nil {
+		return row{}, err
+	}
+	s, err := startStandalone(cfg, filepath.Join(dir, "data"), a)
+	if err != nil {
+		return row{}, err
+	}
+	defer s.p.KillGroup()
+	created := time.Now()
+	ids, err := createJobs(ctx, s.api, rate, cfg.createWorkers, func(i int) map[string]any {
+		return everySecond(fmt.Sprintf("http-%05d", i), "http", map[string]any{"url": rec.url(fmt.Sprintf("/j/%d", i))})
+	})
+	if err != nil {
+		return row{}, err
+	}
+	fmt.Printf("http %d/s: created %d jobs in %s\n", rate, rate, time.Since(created).Round(time.Millisecond))
+	r, err := measureHTTP(ctx, cfg, s, rec, ids, cfg.seconds)
+	if err != nil {
+		return row{}, err
+	}
+	r.Workload, r.Rate = "http", fmt.Sprintf("%d/s", rate)
+	return r, nil
+}
+
+// measureHTTP measures the window with the jobs ids firing against rec,
+// then stops the standalone and matches arrivals to runs.
+func measureHTTP(ctx context.Context, cfg config, s *standalone, rec *receiver, ids []int64, seconds int) (row, error) {
+	start, end := window(cfg, seconds)
+	smp := startSampler(ctx, s.p.Cmd.Process.Pid, time.Second)
+	if !waitUntil(ctx, end.Add(2*time.Minute), 200*time.Millisecond, func() bool { return !time.Now().Before(end) && rec.allPast(len(ids), end) }) {
+		fmt.Println("  warning: not every job reached the end of the window within 2 minutes")
+	}
+	res := windowResources(smp.stop(), start, end, cfg.clkTck)
+	if err := s.stop(); err != nil {
+		return row{}, err
+	}
+	runs, err := readRuns(ctx, s.dataDir, ids, 4*(seconds+int(cfg.warmup/time.Second)+180))
+	if err != nil {
+		return row{}, err
+	}
+	samples, unmatched := matchArrivals(rec.snapshot(ids), runs, 5*time.Millisecond)
+	r := row{Seconds: seconds, tally: tallySamples(samples, ids, start, end, cfg.bucket), resources: res}
+	if unmatched > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d arrivals matched no started run", unmatched))
+	}
+	fmt.Printf("  p50 %s p99 %s max %s missed %d dup %d cpu %.0f%% rss %s\n", ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.Duplicated, r.CPU, mib(r.PeakRSS))
+	return r, nil
+}
+
+// shellScript is the shell workload's command: its own start timestamp,
+// appended with the fire id to the exec log (O_APPEND, one small write).
+func shellScript(log string) string {
+	return `t=$(date +%s%N); echo "$CRONIX_FIRE_ID $t" >> ` + log
+}
+
+// shellWorkload runs rate shell jobs every second, then the fork floor.
+func shellWorkload(ctx context.Context, cfg config, rate, seconds int, rssPeriod time.Duration) (row, row, []usageSample, error) {
+	dir, err := os.MkdirTemp("", "cronix-speed-shell-")
+	if err != nil {
+		return row{}, row{}, nil, fmt.Errorf("temp dir: %w", err)
+	}
+	defer cfg.cleanup(dir)
+	a, err := freeAddrs()
+	if err != nil {
+		return row{}, row{}, nil, err
+	}
+	s, err := startStandalone(cfg, filepath.Join(dir, "data"), a)
+	if err != nil {
+		return row{}, row{}, nil, err
+	}
+	defer s.p.KillGroup()
+	execLog := filepath.Join(dir, "exec.log")
+	ids, err := createJobs(ctx, s.api, rate, cfg.createWorkers, func(i int) map[string]any {
+		return everySecond(fmt.Sprintf("shell-%05d", i), "shell", map[string]any{"script": shellScript(execLog)})
+	})
+	if err != nil {
+		return row{}, row{}, nil, err
+	}
+	start, end := window(cfg, seconds)
+	smp := startSampler(ctx, s.p.Cmd.Process.Pid, rssPeriod)
+	var samples []sample
+	var off int64
+	var bad int
+	last := map[int64]time.Time{}
+	past := func() bool {
+		got, next, b, err := readExecLog(execLog, off)
+		if err != nil {
+			return false
+		}
+		off, bad = next, bad+b
+		for _, x := range got {
+			if x.Scheduled.After(last[x.Job]) {
+				last[x.Job] = x.Scheduled
+			}
+		}
+		samples = append(samples, got...)
+		if time.Now().Before(end) {
+			return false
+		}
+		for _, id := range ids {
+			if last[id].Before(end) {
+				return false
+			}
+		}
+		return true
+	}
+	if !waitUntil(ctx, end.Add(2*time.Minute), 500*time.Millisecond, past) {
+		fmt.Println("  warning: not every job reached the end of the window within 2 minutes")
+	}
+	usage := smp.stop()
+	res := windowResources(usage, start, end, cfg.clkTck)
+	if err := s.stop(); err != nil {
+		return row{}, row{}, nil, err
+	}
+	r := row{Workload: "shell", Rate: fmt.Sprintf("%d/s", rate), Seconds: seconds,
+		tally: tallySamples(samples, ids, start, end, cfg.bucket), resources: res}
+	if bad > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d unreadable exec log lines", bad))
+	}
+	fmt.Printf("shell %d/s: p50 %s p99 %s max %s missed %d dup %d cpu %.0f%% rss %s\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.Duplicated, r.CPU, mib(r.PeakRSS))
+	if cfg.floorSeconds == 0 {
+		return r, row{}, usage, nil
+	}
+	fl, err := forkFloor(ctx, cfg, dir, rate, min(seconds, cfg.floorSeconds))
+	if err != nil {
+		return row{}, row{}, nil, err
+	}
+	return r, fl, usage, nil
+}
+
+// forkFloor starts the shell workload's command rate times at each second
+// from this process, with cfg.floorWorkers parallel starters and no
+// scheduler, and measures lateness the same way.
+func forkFloor(ctx context.Context, cfg config, dir string, rate, seconds int) (row, error) {
+	execLog := filepath.Join(dir, "floor.log")
+	script := shellScript(execLog)
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		return row{}, fmt.Errorf("fork floor: %w", err)
+	}
+	start, end := window(cfg, seconds)
+	type task struct {
+		job int64
+		at  time.Time
+	}
+	tasks := make(chan task, rate)
+	var wg, waits sync.WaitGroup
+	var startErrs int
+	var mu sync.Mutex
+	for w := 0; w < cfg.floorWorkers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range tasks {
+				cmd := exec.Command(sh, "-c", script)
+				cmd.Env = append(os.Environ(), "CRONIX_FIRE_ID="+strconv.FormatInt(t.job, 10)+"-"+strconv.FormatInt(t.at.UnixMilli(), 10))
+				if err := cmd.Start(); err != nil {
+					mu.Lock()
+					startErrs++
+					mu.Unlock()
+					continue
+				}
+				waits.Add(1)
+				go func() { defer waits.Done(); _ = cmd.Wait() }()
+			}
+		}()
+	}
+	ids := make([]int64, rate)
+	for i := range ids {
+		ids[i] = int64(i)
+	}
+	// One tick per second from the warm-up on; the ticks before start warm up.
+	for at := start.Add(-cfg.warmup + time.Second); at.Before(end); at = at.Add(time.Second) {
+		select {
+		case <-ctx.Done():
+			close(tasks)
+			wg.Wait()
+			waits.Wait()
+			return row{}, ctx.Err()
+		case <-time.After(time.Until(at)): // the scheduled second, as a scheduler would wait for it
+		}
+		for _, id := range ids {
+			tasks <- task{id, at}
+		}
+	}
+	close(tasks)
+	wg.Wait()
+	waits.Wait()
+	samples, _, bad, err := readExecLog(execLog, 0)
+	if err != nil {
+		return row{}, err
+	}
+	r := row{Workload: "fork floor (bench process, no scheduler)", Rate: fmt.Sprintf("%d/s", rate), Seconds: seconds,
+		tally: tallySamples(samples, ids, start, end, cfg.bucket)}
+	r.Notes = append(r.Notes, fmt.Sprintf("%d parallel starters (exec.Cmd.Start of `sh -c`, waits not blocking the starters)", cfg.floorWorkers))
+	if startErrs+bad > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d start errors, %d unreadable lines", startErrs, bad))
+	}
+	fmt.Printf("fork floor %d/s: p50 %s p99 %s max %s missed %d\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed)
+	return r, nil
+}
+
+// scaleWorkload: many enabled hourly/daily jobs plus every-second http jobs.
+func scaleWorkload(ctx context.Context, cfg config) (row, error) {
+	rec, err := startReceiver()
+	if err != nil {
+		return row{}, err
+	}
+	defer rec.close()
+	dir, err := os.MkdirTemp("", "cronix-speed-scale-")
+	if err != nil {
+		return row{}, fmt.Errorf("temp dir: %w", err)
+	}
+	defer cfg.cleanup(dir)
+	a, err := freeAddrs()
+	if err != nil {
+		return row{}, err
+	}
+	dataDir := filepath.Join(dir, "data")
+	s, err := startStandalone(cfg, dataDir, a)
+	if err != nil {
+		return row{}, err
+	}
+	defer func() { s.p.KillGroup() }()
+	rng := rand.New(rand.NewPCG(uint64(cfg.seed), 0x5ca1e))
+	slow := func(i int) string { // hourly for even i, daily for odd i, spread over the hour/day
+		if i%2 == 0 {
+			return fmt.Sprintf("%d %d * * * *", rng.IntN(60), rng.IntN(60))
+		}
+		return fmt.Sprintf("%d %d %d * * *", rng.IntN(60), rng.IntN(60), rng.IntN(24))
+	}
+	var rngMu sync.Mutex
+	apiN := min(cfg.scaleAPIJobs, cfg.scaleJobs)
+	created := time.Now()
+	_, err = createJobs(ctx, s.api, apiN, cfg.createWorkers, func(i int) map[string]any {
+		rngMu.Lock()
+		sch := slow(i)
+		rngMu.Unlock()
+		return map[string]any{"name": fmt.Sprintf("scale-%06d", i), "schedule": sch, "handler": "http",
+			"params": map[string]any{"url": rec.url("/bg/")}}
+	})
+	if err != nil {
+		return row{}, err
+	}
+	apiTook := time.Since(created)
+	fmt.Printf("scale: created %d jobs through the API in %s\n", apiN, apiTook.Round(time.Millisecond))
+	ids, err := createJobs(ctx, s.api, cfg.scaleEverySecond, cfg.createWorkers, func(i int) map[string]any {
+		return everySecond(fmt.Sprintf("scale-1s-%04d", i), "http", map[string]any{"url": rec.url(fmt.Sprintf("/j/%d", i))})
+	})
+	if err != nil {
+		return row{}, err
+	}
+	if err := s.stop(); err != nil {
+		return row{}, err
+	}
+	bulkN := cfg.scaleJobs - apiN
+	bulkStart := time.Now()
+	if err := bulkInsertJobs(ctx, filepath.Join(dataDir, "cronix.db"), bulkN, slow); err != nil {
+		return row{}, err
+	}
+	bulkTook := time.Since(bulkStart)
+	fmt.Printf("scale: inserted %d jobs into SQLite in %s\n", bulkN, bulkTook.Round(time.Millisecond))
+
+	rec.mu.Lock()
+	rec.arrivals, rec.last = nil, map[int64]time.Time{}
+	rec.mu.Unlock()
+	s, err = startStandalone(cfg, dataDir, a)
+	if err != nil {
+		return row{}, err
+	}
+	readyIn := s.ready.Sub(s.started)
+	var firstIn time.Duration
+	if waitUntil(ctx, time.Now().Add(2*time.Minute), 20*time.Millisecond, func() bool { return !rec.first().IsZero() }) {
+		firstIn = rec.first().Sub(s.started)
+	}
+	fmt.Printf("scale: start → /readyz %s, → first fire %s\n", readyIn.Round(time.Millisecond), firstIn.Round(time.Millisecond))
+
+	// The jobs list page, filtered by group, while the every-second jobs fire.
+	listP99, listMax, err := listLatency(s, cfg.listRequests, cfg.scaleJobs+cfg.scaleEverySecond)
+	if err != nil {
+		return row{}, err
+	}
+	r, err := measureHTTP(ctx, cfg, s, rec, ids, cfg.seconds)
+	if err != nil {
+		return row{}, err
+	}
+	r.Workload = fmt.Sprintf("scale: %d enabled hourly/daily jobs + %d every-second http jobs", cfg.scaleJobs, cfg.scaleEverySecond)
+	r.Rate = fmt.Sprintf("%d/s", cfg.scaleEverySecond)
+	r.Notes = append(r.Notes,
+		fmt.Sprintf("start → /readyz %s, start → first fire %s", sec(readyIn), sec(firstIn)),
+		fmt.Sprintf("jobs list page (50 items, `?group=default`, %d requests) p99 %s, max %s", cfg.listRequests, ms(listP99), ms(listMax)),
+		fmt.Sprintf("%d jobs created through the API (%d parallel clients) in %s (%.0f/s); the other %d inserted into the SQLite file of the stopped standalone in one transaction (copying an API-created row) in %s",
+			apiN, cfg.createWorkers, sec(apiTook), float64(apiN)/apiTook.Seconds(), bulkN, sec(bulkTook)),
+		fmt.Sprintf("hourly/daily fires received during the run: %d", rec.bgCount()),
+	)
+	return r, nil
+}
+
+func (r *receiver) bgCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.bg
+}
+
+// listLatency times n GET /api/v1/jobs?group=default&page_size=50 on random pages.
+func listLatency(s *standalone, n, total int) (p99, maxd time.Duration, err error) {
+	pages := max(1, total/50)
+	ds := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		var out struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		t := time.Now()
+		code, err := s.api.Do(http.MethodGet, fmt.Sprintf("/api/v1/jobs?group=default&page_size=50&page=%d", 1+rand.IntN(pages)), nil, &out)
+		d := time.Since(t)
+		if err != nil {
+			return 0, 0, fmt.Errorf("jobs list: %w", err)
+		}
+		if code != http.StatusOK {
+			return 0, 0, fmt.Errorf("jobs list: status %d", code)
+		}
+		ds = append(ds, d)
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[min(len(ds)-1, len(ds)*99/100)], ds[len(ds)-1], nil
+}
+
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + " ms"
+}
+
+func sec(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + " s"
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }

@@ -1,1 +1,0 @@
-import{d as e,f as t}from"./index-cd0Ae1IO.js";var n=t,r=e;export{n,r as t};

@@ -7,7 +7,9 @@
 // duration (started -> finished) in milliseconds. A run belongs to the day
 // of its scheduled time. Every Interval the leader recomputes the days that
 // are still open — from the stored cursor (the first day not final) to
-// today — by reading their runs in keyset pages of PageSize by
+// today — (or, when computing them took longer than Interval/9, nine times
+// that later, so the report never keeps the database busy more than 10% of
+// the time) by reading their runs in keyset pages of PageSize by
 // (scheduled_at, id) and replacing the day's rows in one transaction. A day
 // becomes final once it ended Settle ago; its rows then never change and
 // the cursor moves past it. Days are computed at most MaxDaysPerPass per
@@ -177,11 +179,35 @@ func (s *Service) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := s.Pass(ctx); err != nil && ctx.Err() == nil {
+		took, err := s.timedPass(ctx)
+		if err != nil && ctx.Err() == nil {
 			s.log.Warn("report pass failed; retrying next interval", "err", err)
 		}
-		t.Reset(s.cfg.Interval)
+		t.Reset(nextPass(s.cfg.Interval, took))
 	}
+}
+
+// busyFactor bounds the share of time spent in passes: a pass that took
+// d is followed by at least busyFactor×d of rest, so a day with millions of
+// runs is recomputed less often instead of keeping the database busy.
+const busyFactor = 9
+
+// nextPass is the wait before the next pass.
+func nextPass(interval, took time.Duration) time.Duration {
+	return max(interval, busyFactor*took)
+}
+
+// timedPass is Pass, also returning how long the report part took.
+func (s *Service) timedPass(ctx context.Context) (time.Duration, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	started := time.Now()
+	open, err := s.report(ctx)
+	took := time.Since(started)
+	if err != nil {
+		return took, err
+	}
+	return took, s.retain(ctx, open)
 }
 
 // Pass computes the open days of the report, then applies retention.

@@ -20,10 +20,16 @@ BENCH_LABEL ?=
 BENCH_SOAK_RATE ?= 500
 BENCH_SOAK_DURATION ?= 30m
 FAILOVER_TRIALS ?= 20
+# make bench-retention RETENTION_JOBS=200 RETENTION_SECONDS=60 RETENTION_BACKLOG=300000 RETENTION_ROUNDS=1
+RETENTION_JOBS ?= 200
+RETENTION_SECONDS ?= 60
+RETENTION_BACKLOG ?= 300000
+RETENTION_ROUNDS ?= 1
+RETENTION_NOTE ?=
 GOLANGCI_VERSION ?= v2.6.2
 FUZZ_TIME ?= 15s
 
-.PHONY: help build run run-ha test test-race test-ui ui bench bench-speed bench-soak bench-failover lint fmt clean docs
+.PHONY: help build run run-ha test test-race test-ui ui bench bench-speed bench-soak bench-failover bench-retention lint fmt clean docs
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -73,6 +79,9 @@ bench-soak: build ## opt-in soak: BENCH_SOAK_RATE shell jobs/s for BENCH_SOAK_DU
 
 bench-failover: build ## only the HA failover gap: kill the leader FAILOVER_TRIALS times
 	$(GO) run ./bench/failover --binary $(BIN) --trials $(FAILOVER_TRIALS) --out docs/benchmarks.md
+
+bench-retention: build ## lateness of RETENTION_JOBS jobs firing every second with and without retention deleting RETENTION_BACKLOG old runs; writes docs/benchmarks.md
+	$(GO) run ./bench/retention --binary $(BIN) --jobs $(RETENTION_JOBS) --seconds $(RETENTION_SECONDS) --backlog $(RETENTION_BACKLOG) --rounds $(RETENTION_ROUNDS) --note "$(RETENTION_NOTE)" --out docs/benchmarks.md
 
 lint: ## gofmt, go vet and golangci-lint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }

@@ -140,6 +140,8 @@ type retentionConfig struct {
 	RunRetention time.Duration `flag:"run-retention" env:"CRONIX_RUN_RETENTION" yaml:"run_retention" help:"delete finished runs scheduled longer ago than this, e.g. 30d (0 = keep forever; at least 1h); daily reports are kept"`
 	// OutputRetention: the output of terminal runs scheduled longer ago is emptied.
 	OutputRetention time.Duration `flag:"output-retention" env:"CRONIX_OUTPUT_RETENTION" yaml:"output_retention" help:"empty the output of finished runs scheduled longer ago than this, e.g. 7d (0 = keep it as long as the run; at least 1h)"`
+	// ReportInterval is how often the leader recomputes the open days of the daily report.
+	ReportInterval time.Duration `flag:"report-interval" env:"CRONIX_REPORT_INTERVAL" yaml:"report_interval" help:"how often the trigger leader recomputes today's daily report and applies retention (0 = 1m; longer when a computation takes over a ninth of it)"`
 }
 
 // checkRetention validates the retentions.
@@ -148,6 +150,9 @@ func (c retentionConfig) checkRetention() error {
 		if d != 0 && d < report.MinRetention {
 			return fmt.Errorf("%s %s: want 0 (keep) or at least %s", name, d, report.MinRetention)
 		}
+	}
+	if c.ReportInterval < 0 {
+		return fmt.Errorf("--report-interval %s: want 0 (default) or a positive duration", c.ReportInterval)
 	}
 	return nil
 }
@@ -428,6 +433,7 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 		AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"), DispatchMaxOps: embedetcd.DefaultMaxTxnOps,
 		Version: buildinfo.String(), Logger: log, Alert: cfg.alertServiceConfig(),
 		RunRetention: cfg.RunRetention, OutputRetention: cfg.OutputRetention,
+		Report:             report.Config{Interval: cfg.ReportInterval},
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionMaxLifetime: cfg.SessionMaxLifetime,
 		BuiltinHandlers: builtinHandlers(ctx),
 		Metrics:         met, MetricsAddr: cfg.MetricsAddr,
@@ -534,6 +540,7 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 		DispatchMaxOps: cfg.DispatchMaxOps, Version: buildinfo.String(), Logger: log,
 		Alert:        cfg.alertServiceConfig(),
 		RunRetention: cfg.RunRetention, OutputRetention: cfg.OutputRetention,
+		Report:             report.Config{Interval: cfg.ReportInterval},
 		SessionIdleTimeout: cfg.SessionIdleTimeout, SessionMaxLifetime: cfg.SessionMaxLifetime,
 		BuiltinHandlers: builtinHandlers(ctx),
 		Metrics:         met, MetricsAddr: cfg.MetricsAddr,

@@ -155,7 +155,10 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if _, err := procgroup.Sweep(procDir, n.log); err != nil { // logs every group it kills
 		return fmt.Errorf("node: %w", err)
 	}
-	for i := range n.cfg.Plugins { // the built-ins (specs starts with them): third-party plugins do not journal
+	procgroup.SetJournalDir(procDir) // the plugins' own process groups
+	// The built-ins (specs starts with them) journal their jobs' groups;
+	// third-party plugins are not told where.
+	for i := range n.cfg.Plugins {
 		specs[i].Env = append(slices.Clip(specs[i].Env), procgroup.EnvDir+"="+procDir)
 	}
 	n.host = pluginhost.New(n.cfg.Logger, specs, pluginhost.Options{Metrics: n.cfg.Metrics})

@@ -1,5 +1,8 @@
 // Package procgroup starts the process groups of the built-in process
-// handlers (shell, cmd) so that none outlives the node that asked for it.
+// handlers (shell, cmd) so that none outlives the node that asked for it,
+// and tracks the node's plugin processes, each the leader of a group of
+// its own, the same way (Track, Release; the node is then the process
+// with the guard, and SetJournalDir names its journal).
 //
 // Three layers, each covering what the previous one cannot:
 //

@@ -57,6 +57,36 @@ func Start(cmd *exec.Cmd) error {
 // Done unregisters the group pgid: its run is over.
 func Done(pgid int) { groups.remove(pgid) }
 
+// Track guards and journals the group of pid, a process already started
+// as the leader of a process group of its own (the node's plugins: a child
+// a plugin leaves in its group dies with the node too).
+func Track(pid int) {
+	if start, err := StartTime(pid); err == nil {
+		groups.add(pid, start)
+	}
+}
+
+// Release kills what is left of the tracked group pgid (its leader has
+// exited) and unregisters it; an untracked pgid is left alone.
+func Release(pgid int) {
+	groups.mu.Lock()
+	start, ok := groups.live[pgid]
+	groups.mu.Unlock()
+	if !ok {
+		return
+	}
+	KillGroup(pgid, start)
+	groups.remove(pgid)
+}
+
+// SetJournalDir sets this process's journal directory, instead of the
+// EnvDir its parent gave it (the node's own, for its plugins' groups).
+func SetJournalDir(dir string) {
+	groups.mu.Lock()
+	defer groups.mu.Unlock()
+	groups.dir, groups.dirSet, groups.dirMade = dir, true, false
+}
+
 // --- the spawn thread
 
 var spawn struct {
@@ -93,7 +123,17 @@ type registry struct {
 	live    map[int]uint64 // pgid → its leader's start time
 	guard   io.WriteCloser // the guard's stdin; nil until started or after it failed
 	noGuard bool           // a guard could not be started: not tried again (warned once)
+	dir     string         // the journal, when dirSet; else EnvDir
+	dirSet  bool
 	dirMade bool
+}
+
+// journalLocked is the journal directory ("" for none).
+func (r *registry) journalLocked() string {
+	if r.dirSet {
+		return r.dir
+	}
+	return os.Getenv(EnvDir)
 }
 
 var groups = &registry{live: map[int]uint64{}}
@@ -102,7 +142,7 @@ func (r *registry) add(pgid int, start uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.live[pgid] = start
-	if dir := os.Getenv(EnvDir); dir != "" {
+	if dir := r.journalLocked(); dir != "" {
 		if !r.dirMade {
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				warnf("journal: %v", err)
@@ -129,7 +169,7 @@ func (r *registry) remove(pgid int) {
 		return
 	}
 	delete(r.live, pgid)
-	if dir := os.Getenv(EnvDir); dir != "" {
+	if dir := r.journalLocked(); dir != "" {
 		if err := os.Remove(filepath.Join(dir, strconv.Itoa(pgid))); err != nil && !errors.Is(err, os.ErrNotExist) {
 			warnf("journal: %v", err)
 		}
@@ -158,7 +198,7 @@ func (r *registry) startGuardLocked() {
 		return
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envGuard+"=1")
+	cmd.Env = append(os.Environ(), envGuard+"=1", EnvDir+"="+r.journalLocked())
 	cmd.Stdout, cmd.Stderr = nil, os.Stderr
 	// Its own group: a signal to the plugin's group does not reach it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -23,3 +23,12 @@ func Sweep(string, *slog.Logger) (int, error) { return 0, nil }
 func StartTime(int) (uint64, error) {
 	return 0, errors.New("procgroup: no process start times on " + runtime.GOOS)
 }
+
+// Track does nothing here.
+func Track(int) {}
+
+// Release does nothing here.
+func Release(int) {}
+
+// SetJournalDir does nothing here.
+func SetJournalDir(string) {}

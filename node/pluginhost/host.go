@@ -33,6 +33,7 @@ import (
 
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/internal/hclogslog"
+	"github.com/cronix/cronix/internal/procgroup"
 	"github.com/cronix/cronix/metrics"
 	"github.com/cronix/cronix/pluginapi"
 )
@@ -530,8 +531,11 @@ func (m *managed) launchLocked(ctx context.Context) error {
 		err error
 	)
 	m.spawner.do(func() { hd, err = pluginapi.Dispense(client) }) // forks the process
+	if err == nil {
+		procgroup.Track(pid(client)) // its process group dies with it, and with the node
+	}
 	if err != nil {
-		client.Kill()
+		killClient(client)
 		if errors.Is(err, goplugin.ErrChecksumsDoNotMatch) {
 			return refuse(cluster.PluginReasonChecksumMismatch,
 				fmt.Errorf("checksum of %s does not match the configured SHA-256: %w", m.spec.Cmd[0], err))
@@ -549,20 +553,20 @@ func (m *managed) launchLocked(ctx context.Context) error {
 	}
 	cancel()
 	if err != nil {
-		client.Kill()
+		killClient(client)
 		return refuse(cluster.PluginReasonDescribeFailed, fmt.Errorf("asking for its handler's info: %w", err))
 	}
 	if info.Name == "" {
-		client.Kill()
+		killClient(client)
 		return refuse(cluster.PluginReasonDescribeFailed, errors.New("its handler has no name"))
 	}
 	if m.spec.Handler != "" && info.Name != m.spec.Handler {
-		client.Kill()
+		killClient(client)
 		return refuse(cluster.PluginReasonHandlerNotPinned, fmt.Errorf(
 			"it serves handler %q but its checksum entry pins it to handler %q only", info.Name, m.spec.Handler))
 	}
 	if m.info.Name != "" && info.Name != m.info.Name {
-		client.Kill()
+		killClient(client)
 		return refuse(cluster.PluginReasonHandlerNotPinned,
 			fmt.Errorf("restarted plugin serves handler %q instead of %q", info.Name, m.info.Name))
 	}
@@ -628,7 +632,7 @@ func (m *managed) retireLocked(client *goplugin.Client, cause error) {
 		return
 	}
 	m.client = nil
-	client.Kill() // idempotent; reaps the process and go-plugin's goroutines
+	killClient(client) // idempotent; reaps the process and go-plugin's goroutines
 	m.opts.Metrics.PluginCrashed(m.spec.Name)
 	if time.Since(m.startedAt) < m.opts.CrashWindow {
 		m.quickCrashes++
@@ -662,7 +666,7 @@ func (m *managed) exited(client *goplugin.Client, err error) error {
 			return fmt.Errorf("plugin %q: %w", m.spec.Name, err)
 		}
 	}
-	client.Kill() // make sure its stderr is drained before reading the tail
+	killClient(client) // make sure its stderr is drained before reading the tail
 	m.mu.Lock()
 	tail := m.stderr
 	if m.client == client {
@@ -683,7 +687,7 @@ func (m *managed) stop() {
 	}
 	m.mu.Unlock()
 	if client != nil {
-		client.Kill()
+		killClient(client)
 	}
 }
 
@@ -762,6 +766,16 @@ func handshakeError(err error) error {
 		return errors.New(strings.TrimSpace(msg))
 	}
 	return err
+}
+
+// killClient kills a plugin's process and then whatever it left in its
+// process group. Idempotent.
+func killClient(c *goplugin.Client) {
+	pgid := pid(c)
+	c.Kill()
+	if pgid > 0 {
+		procgroup.Release(pgid)
+	}
 }
 
 // pid is the plugin process's pid, 0 if unknown.

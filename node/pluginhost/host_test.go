@@ -285,6 +285,40 @@ func TestPluginKilledDuringRun(t *testing.T) {
 	require.Contains(t, logs.String(), "plugin restarted")
 }
 
+// TestPluginLeftoversDieWithIt: a child a plugin left in its process
+// group (no group or parent-death signal of its own) is killed when the
+// plugin dies, and when the host stops it.
+func TestPluginLeftoversDieWithIt(t *testing.T) {
+	t.Parallel()
+	h, _ := startHost(t, Spec{Name: "crashy", Cmd: []string{crashyBin}})
+	for _, stop := range []string{"crash", "stop"} {
+		marker := uniqueMarker(34)
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		forked := make(chan struct{})
+		out := &gateWriter{want: "forked", onMatch: func() { close(forked) }}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			params, _ := json.Marshal(map[string]string{"mode": "fork", "arg": marker})
+			_, _ = h.Run(ctx, "crashy", pluginapi.Request{FireID: "f-" + stop, JobID: 1, Params: params}, out)
+		}()
+		select {
+		case <-forked:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the plugin did not fork")
+		}
+		require.Len(t, procsWith(t, "sleep "+marker), 1)
+		if stop == "crash" {
+			require.NoError(t, syscall.Kill(pluginPid(t, h, "crashy"), syscall.SIGKILL))
+		} else {
+			h.Stop()
+		}
+		<-done
+		cancel()
+		requireNoProcs(t, "sleep "+marker)
+	}
+}
+
 func TestPluginKilledWhileIdle(t *testing.T) {
 	t.Parallel()
 	h, _ := startHost(t, shellSpec())
@@ -387,26 +421,47 @@ func TestRestartFailureBacksOffAndRecovers(t *testing.T) {
 // crashHelper plays a node for TestNodeCrashKillsPluginsAndScripts: it
 // starts the shell plugin, prints its pid, starts a long script, prints
 // "started" once the script runs, and waits to be killed.
+// With the crashy plugin it has it fork a plain child instead.
 func crashHelper(bin, marker string) int {
-	h := New(nil, []Spec{{Name: "shell", Cmd: []string{bin}}})
+	name, req, gate := "shell", shellReq("f-node-crash", "echo started; exec sleep "+marker), "started"
+	if strings.HasSuffix(bin, "crashy") {
+		params, _ := json.Marshal(map[string]string{"mode": "fork", "arg": marker})
+		name, req, gate = "crashy", pluginapi.Request{FireID: "f-node-crash", JobID: 1, Params: params}, "forked"
+	}
+	h := New(nil, []Spec{{Name: name, Cmd: []string{bin}}})
 	if err := h.Start(context.Background()); err != nil || len(h.Handlers()) != 1 {
 		fmt.Println("start failed:", err, h.Failures())
 		return 1
 	}
-	m, _ := h.lookup("shell")
+	m, _ := h.lookup(name)
 	m.mu.Lock()
 	fmt.Println("pid", pid(m.client))
 	m.mu.Unlock()
-	started := &gateWriter{want: "started", onMatch: func() { fmt.Println("started") }}
-	_, _ = h.Run(context.Background(), "shell", shellReq("f-node-crash", "echo started; exec sleep "+marker), started)
+	started := &gateWriter{want: gate, onMatch: func() { fmt.Println("started") }}
+	_, _ = h.Run(context.Background(), name, req, started)
 	return 1 // not reached: the test kills this process first
 }
 
 func TestNodeCrashKillsPluginsAndScripts(t *testing.T) {
 	t.Parallel()
-	marker := uniqueMarker(33)
+	nodeCrash(t, shellBin, uniqueMarker(33))
+}
+
+// TestNodeCrashKillsPluginLeftovers: a plain child a plugin started (in
+// the plugin's process group) dies with the node too, through the node's
+// guard.
+func TestNodeCrashKillsPluginLeftovers(t *testing.T) {
+	t.Parallel()
+	nodeCrash(t, crashyBin, uniqueMarker(35))
+}
+
+// nodeCrash runs crashHelper as a node with the plugin bin, kills it with
+// SIGKILL once the plugin's child `sleep marker` runs, and checks that
+// neither the plugin nor the child outlives it.
+func nodeCrash(t *testing.T, bin, marker string) {
+	t.Helper()
 	node := exec.Command(os.Args[0], "-test.run=^$")
-	node.Env = append(os.Environ(), "PLUGINHOST_CRASH_HELPER="+shellBin, "PLUGINHOST_CRASH_MARKER="+marker)
+	node.Env = append(os.Environ(), "PLUGINHOST_CRASH_HELPER="+bin, "PLUGINHOST_CRASH_MARKER="+marker)
 	stdout, err := node.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, node.Start())

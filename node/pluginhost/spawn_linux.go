@@ -14,12 +14,17 @@ import (
 // running). Linux sends the parent-death signal when the *thread* that
 // forked the child exits, so every plugin is forked from one OS thread that
 // stays locked until the host stops.
+//
+// Each plugin also leads a process group of its own, which the host tracks
+// (internal/procgroup): whatever a plugin leaves in its group is killed
+// when the plugin exits, and by the node's guard when the node dies.
 
 func setParentDeathSignal(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	cmd.SysProcAttr.Setpgid = true
 }
 
 // spawner runs functions (plugin starts) on one locked OS thread.

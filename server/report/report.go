@@ -7,7 +7,9 @@
 // duration (started -> finished) in milliseconds. A run belongs to the day
 // of its scheduled time. Every Interval the leader recomputes the days that
 // are still open — from the stored cursor (the first day not final) to
-// today — by reading their runs in keyset pages of PageSize by
+// today — (or, when computing them took longer than Interval/9, nine times
+// that later, so the report never keeps the database busy more than 10% of
+// the time) by reading their runs in keyset pages of PageSize by
 // (scheduled_at, id) and replacing the day's rows in one transaction. A day
 // becomes final once it ended Settle ago; its rows then never change and
 // the cursor moves past it. Days are computed at most MaxDaysPerPass per
@@ -33,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/cronix/cronix/server/store"
@@ -43,9 +46,9 @@ type Store interface {
 	ReportRunsPage(ctx context.Context, after store.RunKey, to time.Time, limit int) ([]store.ReportRun, error)
 	OldestRunScheduledAt(ctx context.Context) (time.Time, error)
 	ReplaceDailyReports(ctx context.Context, day string, rows []store.DailyReport, final bool) error
-	DeleteRunsBefore(ctx context.Context, cutoff time.Time, limit int) (int, error)
-	ClearOutputBefore(ctx context.Context, cutoff time.Time, after store.RunKey, limit int) (int, store.RunKey, error)
-	GetJob(ctx context.Context, id int64) (*store.Job, error)
+	DeleteRunsBefore(ctx context.Context, cutoff time.Time, after store.RunKey, limit int) (read, deleted int, next store.RunKey, err error)
+	ClearOutputBefore(ctx context.Context, cutoff time.Time, after store.RunKey, limit int) (read, cleared int, next store.RunKey, err error)
+	JobLabels(ctx context.Context, ids []int64) (map[int64]store.JobLabel, error)
 	GetSetting(ctx context.Context, name string) (string, error)
 	PutSetting(ctx context.Context, name, value, updatedBy string) error
 }
@@ -61,9 +64,9 @@ const (
 	DefaultSettle              = time.Hour
 	DefaultPageSize            = 5000
 	DefaultMaxDaysPerPass      = 7
-	DefaultRetentionBatch      = 1000
-	DefaultRetentionPause      = 20 * time.Millisecond
-	DefaultRetentionMaxBatches = 500
+	DefaultRetentionBatch      = 250
+	DefaultRetentionPause      = 25 * time.Millisecond
+	DefaultRetentionMaxBatches = 2000
 )
 
 // MinRetention is the shortest retention accepted.
@@ -91,11 +94,13 @@ type Config struct {
 	// OutputRetention: the output of terminal runs scheduled longer ago is
 	// emptied (0 = kept as long as the run).
 	OutputRetention time.Duration
-	// RetentionBatch is the rows deleted or cleared per statement (default 1000).
+	// RetentionBatch is the rows deleted or cleared per statement (default
+	// 250: on SQLite, one writer, a statement holds the write lock the
+	// trigger loop waits for, so it must stay short).
 	RetentionBatch int
-	// RetentionPause is the wait between batches (default 20ms).
+	// RetentionPause is the wait between batches (default 25ms).
 	RetentionPause time.Duration
-	// RetentionMaxBatches bounds the batches per pass and kind (default 500).
+	// RetentionMaxBatches bounds the batches per pass and kind (default 2000).
 	RetentionMaxBatches int
 }
 
@@ -144,7 +149,10 @@ func (c *Config) setDefaults() {
 type Service struct {
 	cfg Config
 	log *slog.Logger
-	// outputAfter is where output retention resumes (per leadership term).
+	// mu serializes passes: a new term's Run may start before the old one
+	// has returned.
+	mu sync.Mutex
+	// outputAfter is where output retention resumes (guarded by mu).
 	outputAfter store.RunKey
 }
 
@@ -160,7 +168,9 @@ func New(cfg Config) (*Service, error) {
 // Run makes a pass at once and then every Interval until ctx is done.
 // Start it when leadership is gained and cancel ctx when it is lost.
 func (s *Service) Run(ctx context.Context) {
+	s.mu.Lock()
 	s.outputAfter = store.RunKey{}
+	s.mu.Unlock()
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -169,20 +179,46 @@ func (s *Service) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := s.Pass(ctx); err != nil && ctx.Err() == nil {
+		took, err := s.timedPass(ctx)
+		if err != nil && ctx.Err() == nil {
 			s.log.Warn("report pass failed; retrying next interval", "err", err)
 		}
-		t.Reset(s.cfg.Interval)
+		t.Reset(nextPass(s.cfg.Interval, took))
 	}
+}
+
+// busyFactor bounds the share of time spent in passes: a pass that took
+// d is followed by at least busyFactor×d of rest, so a day with millions of
+// runs is recomputed less often instead of keeping the database busy.
+const busyFactor = 9
+
+// nextPass is the wait before the next pass.
+func nextPass(interval, took time.Duration) time.Duration {
+	return max(interval, busyFactor*took)
+}
+
+// timedPass is Pass, also returning how long the report part took.
+func (s *Service) timedPass(ctx context.Context) (time.Duration, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	started := time.Now()
+	open, err := s.report(ctx)
+	took := time.Since(started)
+	if err != nil {
+		return took, err
+	}
+	return took, s.retain(ctx, open)
 }
 
 // Pass computes the open days of the report, then applies retention.
 func (s *Service) Pass(ctx context.Context) error {
-	open, err := s.Report(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	open, err := s.report(ctx)
 	if err != nil {
 		return err
 	}
-	return s.Retain(ctx, open)
+	return s.retain(ctx, open)
 }
 
 // dayStart is the start of the UTC day of t.
@@ -222,6 +258,12 @@ func (s *Service) cursor(ctx context.Context) (time.Time, error) {
 // Report recomputes the open days (at most MaxDaysPerPass) and returns the
 // first day still open afterwards.
 func (s *Service) Report(ctx context.Context) (time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.report(ctx)
+}
+
+func (s *Service) report(ctx context.Context) (time.Time, error) {
 	open, err := s.cursor(ctx)
 	if err != nil {
 		return time.Time{}, err
@@ -273,17 +315,17 @@ func (s *Service) computeDay(ctx context.Context, day time.Time, final bool) err
 		last := runs[len(runs)-1]
 		after = store.RunKey{ScheduledAt: last.ScheduledAt, ID: last.ID}
 	}
+	labels, err := s.cfg.Store.JobLabels(ctx, order)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
 	rows := make([]store.DailyReport, 0, len(order))
 	for _, id := range order {
 		a := jobs[id]
-		j, err := s.cfg.Store.GetJob(ctx, id)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
+		if l, ok := labels[id]; ok {
+			a.row.JobName, a.row.Group = l.Name, l.Group
+		} else {
 			a.row.JobName = fmt.Sprintf("(deleted job %d)", id)
-		case err != nil:
-			return fmt.Errorf("report: job %d: %w", id, err)
-		default:
-			a.row.JobName, a.row.Group = j.Name, j.Group
 		}
 		rows = append(rows, a.result())
 	}
@@ -296,16 +338,26 @@ func (s *Service) computeDay(ctx context.Context, day time.Time, final bool) err
 }
 
 // Retain applies retention: runs are deleted only before open, the first
-// day whose report is not final.
+// day whose report is not final. Each kind walks the old runs from the
+// oldest in (scheduled_at, id) order, one batch at a time.
 func (s *Service) Retain(ctx context.Context, open time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.retain(ctx, open)
+}
+
+func (s *Service) retain(ctx context.Context, open time.Time) error {
 	now := s.cfg.Now()
 	if s.cfg.RunRetention > 0 {
 		cutoff := now.Add(-s.cfg.RunRetention)
 		if open.Before(cutoff) {
 			cutoff = open
 		}
-		n, err := s.batches(ctx, func() (int, error) {
-			return s.cfg.Store.DeleteRunsBefore(ctx, cutoff, s.cfg.RetentionBatch)
+		var after store.RunKey
+		n, err := s.batches(ctx, func() (int, int, error) {
+			read, deleted, next, err := s.cfg.Store.DeleteRunsBefore(ctx, cutoff, after, s.cfg.RetentionBatch)
+			after = next
+			return read, deleted, err
 		})
 		if n > 0 {
 			s.log.Info("run retention deleted runs", "runs", n, "before", cutoff.UTC().Format(time.RFC3339))
@@ -316,13 +368,13 @@ func (s *Service) Retain(ctx context.Context, open time.Time) error {
 	}
 	if s.cfg.OutputRetention > 0 {
 		cutoff := now.Add(-s.cfg.OutputRetention)
-		n, err := s.batches(ctx, func() (int, error) {
-			n, next, err := s.cfg.Store.ClearOutputBefore(ctx, cutoff, s.outputAfter, s.cfg.RetentionBatch)
+		n, err := s.batches(ctx, func() (int, int, error) {
+			read, cleared, next, err := s.cfg.Store.ClearOutputBefore(ctx, cutoff, s.outputAfter, s.cfg.RetentionBatch)
 			s.outputAfter = next
-			return n, err
+			return read, cleared, err
 		})
 		if n > 0 {
-			s.log.Info("output retention read runs", "runs", n, "before", cutoff.UTC().Format(time.RFC3339))
+			s.log.Info("output retention emptied run outputs", "runs", n, "before", cutoff.UTC().Format(time.RFC3339))
 		}
 		if err != nil {
 			return fmt.Errorf("report: output retention: %w", err)
@@ -331,18 +383,18 @@ func (s *Service) Retain(ctx context.Context, open time.Time) error {
 	return nil
 }
 
-// batches calls batch until it returns less than RetentionBatch (or
-// RetentionMaxBatches were made), pausing RetentionPause in between, and
-// returns the rows it handled.
-func (s *Service) batches(ctx context.Context, batch func() (int, error)) (int, error) {
+// batches calls batch (which reports the rows it read and changed) until
+// it reads less than RetentionBatch or RetentionMaxBatches were made,
+// pausing RetentionPause in between, and returns the rows it changed.
+func (s *Service) batches(ctx context.Context, batch func() (read, changed int, err error)) (int, error) {
 	total := 0
 	for i := 0; i < s.cfg.RetentionMaxBatches; i++ {
 		if i > 0 && !pause(ctx, s.cfg.RetentionPause) {
 			return total, ctx.Err()
 		}
-		n, err := batch()
-		total += n
-		if err != nil || n < s.cfg.RetentionBatch {
+		read, changed, err := batch()
+		total += changed
+		if err != nil || read < s.cfg.RetentionBatch {
 			return total, err
 		}
 	}

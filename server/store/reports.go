@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/cronix/cronix/cluster"
 )
 
 // DayLayout is the layout of a report day (a UTC calendar day).
@@ -87,10 +89,9 @@ type RunKey struct {
 // keyset page served by runs_scheduled_at_id_idx.
 func (s *Store) ReportRunsPage(ctx context.Context, after RunKey, to time.Time, limit int) ([]ReportRun, error) {
 	var out []ReportRun
-	err := s.db.NewSelect().TableExpr("runs AS r").
-		Column("r.id", "r.job_id", "r.trigger", "r.status", "r.scheduled_at", "r.started_at", "r.finished_at").
-		Where("(r.scheduled_at > ? OR (r.scheduled_at = ? AND r.id > ?))", utc(after.ScheduledAt), utc(after.ScheduledAt), after.ID).
-		Where("r.scheduled_at < ?", utc(to)).
+	q := s.db.NewSelect().TableExpr("runs AS r").
+		Column("r.id", "r.job_id", "r.trigger", "r.status", "r.scheduled_at", "r.started_at", "r.finished_at")
+	err := keysetAfter(q, after).Where("r.scheduled_at < ?", utc(to)).
 		OrderExpr("r.scheduled_at ASC, r.id ASC").Limit(int64(limit)).Scan(ctx, &out)
 	if err != nil {
 		return nil, wrap(err, "read runs for the report after %s", after.ScheduledAt.Format(time.RFC3339Nano))
@@ -111,6 +112,34 @@ func (s *Store) OldestRunScheduledAt(ctx context.Context) (time.Time, error) {
 		return time.Time{}, ErrNotFound
 	}
 	return utc(rows[0].ScheduledAt), nil
+}
+
+// JobLabel is a job's name and group.
+type JobLabel struct {
+	Name, Group string
+}
+
+// JobLabels returns the name and group of the jobs among ids that exist,
+// reading 500 ids per query.
+func (s *Store) JobLabels(ctx context.Context, ids []int64) (map[int64]JobLabel, error) {
+	out := make(map[int64]JobLabel, len(ids))
+	for lo := 0; lo < len(ids); lo += reportInsertBatch {
+		var rows []struct {
+			ID        int64  `bun:"id"`
+			Name      string `bun:"name"`
+			GroupName string `bun:"group_name"`
+		}
+		chunk := ids[lo:min(lo+reportInsertBatch, len(ids))]
+		err := s.db.NewSelect().TableExpr("jobs AS j").Column("j.id", "j.name", "j.group_name").
+			Where("j.id IN (?)", bun.List(chunk)).Scan(ctx, &rows)
+		if err != nil {
+			return nil, wrap(err, "names of %d jobs", len(chunk))
+		}
+		for _, r := range rows {
+			out[r.ID] = JobLabel{Name: r.Name, Group: r.GroupName}
+		}
+	}
+	return out, nil
 }
 
 // reportInsertBatch bounds the rows of one INSERT (SQLite allows 32766
@@ -191,59 +220,80 @@ func (s *Store) FindDailyReports(ctx context.Context, f DailyReportFilter, p Pag
 	return out, int(total), nil
 }
 
-// DeleteRunsBefore deletes up to limit terminal runs scheduled before
-// cutoff, oldest first, and returns how many it deleted: one bounded
-// SELECT of ids and one DELETE by id, so that no statement holds locks on
-// more than limit rows. Call it again until it returns less than limit.
-func (s *Store) DeleteRunsBefore(ctx context.Context, cutoff time.Time, limit int) (int, error) {
-	var ids []int64
-	err := s.db.NewSelect().TableExpr("runs AS r").Column("r.id").
-		Where("r.scheduled_at < ?", utc(cutoff)).
-		Where("r.status IN ("+terminalList+")").
-		OrderExpr("r.scheduled_at ASC, r.id ASC").Limit(int64(limit)).Scan(ctx, &ids)
+// keysetAfter restricts q (runs aliased r) to the runs after key in
+// (scheduled_at, id) order. The plain lower bound on scheduled_at lets every
+// dialect's planner start the range scan of runs_scheduled_at_id_idx there.
+func keysetAfter(q *bun.SelectQuery, after RunKey) *bun.SelectQuery {
+	at := utc(after.ScheduledAt)
+	return q.Where("r.scheduled_at >= ?", at).
+		Where("(r.scheduled_at > ? OR r.id > ?)", at, after.ID)
+}
+
+// retentionPage reads up to limit runs scheduled before cutoff and after
+// the key after, in (scheduled_at, id) order, and returns the ids of the
+// terminal ones and the key of the last one read. The status is checked
+// here, not in SQL: a status condition can lead a planner to the status
+// index and a sort of every old run instead of walking
+// runs_scheduled_at_id_idx.
+func (s *Store) retentionPage(ctx context.Context, cutoff time.Time, after RunKey, limit int) (int, []int64, RunKey, error) {
+	var rows []ReportRun
+	q := s.db.NewSelect().TableExpr("runs AS r").Column("r.id", "r.status", "r.scheduled_at")
+	err := keysetAfter(q, after).Where("r.scheduled_at < ?", utc(cutoff)).
+		OrderExpr("r.scheduled_at ASC, r.id ASC").Limit(int64(limit)).Scan(ctx, &rows)
 	if err != nil {
-		return 0, wrap(err, "select runs before %s to delete", cutoff.Format(time.RFC3339))
+		return 0, nil, after, wrap(err, "select runs before %s", cutoff.Format(time.RFC3339))
 	}
-	if len(ids) == 0 {
-		return 0, nil
+	ids := make([]int64, 0, len(rows))
+	for _, r := range rows {
+		if cluster.Terminal(r.Status) {
+			ids = append(ids, r.ID)
+		}
+	}
+	if len(rows) > 0 {
+		last := rows[len(rows)-1]
+		after = RunKey{ScheduledAt: utc(last.ScheduledAt), ID: last.ID}
+	}
+	return len(rows), ids, after, nil
+}
+
+// DeleteRunsBefore deletes the terminal runs among the next limit runs
+// scheduled before cutoff after the key after (in (scheduled_at, id)
+// order): one bounded SELECT and one DELETE by id, so that no statement
+// touches more than limit rows. It returns how many runs it read (stop when
+// less than limit), how many it deleted, and the key to pass next time.
+func (s *Store) DeleteRunsBefore(ctx context.Context, cutoff time.Time, after RunKey, limit int) (read, deleted int, next RunKey, err error) {
+	read, ids, next, err := s.retentionPage(ctx, cutoff, after, limit)
+	if err != nil || len(ids) == 0 {
+		return read, 0, next, err
 	}
 	res, err := s.db.NewDelete().TableExpr("runs").Where("id IN (?)", bun.List(ids)).Exec(ctx)
 	if err != nil {
-		return 0, wrap(err, "delete %d runs before %s", len(ids), cutoff.Format(time.RFC3339))
+		return 0, 0, after, wrap(err, "delete %d runs before %s", len(ids), cutoff.Format(time.RFC3339))
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return 0, wrap(err, "delete runs: rows affected")
+		return 0, 0, after, wrap(err, "delete runs: rows affected")
 	}
-	return int(n), nil
+	return read, int(n), next, nil
 }
 
-// ClearOutputBefore empties the output of up to limit terminal runs
-// scheduled before cutoff and after the key after, in (scheduled_at, id)
-// order. It returns how many runs it read (stop when less than limit) and
-// the key of the last one, to pass as after next time.
-func (s *Store) ClearOutputBefore(ctx context.Context, cutoff time.Time, after RunKey, limit int) (int, RunKey, error) {
-	var rows []ReportRun
-	err := s.db.NewSelect().TableExpr("runs AS r").Column("r.id", "r.scheduled_at").
-		Where("(r.scheduled_at > ? OR (r.scheduled_at = ? AND r.id > ?))", utc(after.ScheduledAt), utc(after.ScheduledAt), after.ID).
-		Where("r.scheduled_at < ?", utc(cutoff)).
-		Where("r.status IN ("+terminalList+")").
-		OrderExpr("r.scheduled_at ASC, r.id ASC").Limit(int64(limit)).Scan(ctx, &rows)
-	if err != nil {
-		return 0, after, wrap(err, "select runs before %s to clear output", cutoff.Format(time.RFC3339))
+// ClearOutputBefore empties the output of the terminal runs among the next
+// limit runs scheduled before cutoff after the key after. It returns how
+// many runs it read (stop when less than limit), how many outputs it
+// emptied, and the key to pass next time.
+func (s *Store) ClearOutputBefore(ctx context.Context, cutoff time.Time, after RunKey, limit int) (read, cleared int, next RunKey, err error) {
+	read, ids, next, err := s.retentionPage(ctx, cutoff, after, limit)
+	if err != nil || len(ids) == 0 {
+		return read, 0, next, err
 	}
-	if len(rows) == 0 {
-		return 0, after, nil
-	}
-	ids := make([]int64, len(rows))
-	for i := range rows {
-		ids[i] = rows[i].ID
-	}
-	_, err = s.db.NewUpdate().TableExpr("runs").Set("output = ''").
+	res, err := s.db.NewUpdate().TableExpr("runs").Set("output = ''").
 		Where("id IN (?)", bun.List(ids)).Where("output <> ''").Exec(ctx)
 	if err != nil {
-		return 0, after, wrap(err, "clear output of %d runs", len(ids))
+		return 0, 0, after, wrap(err, "clear output of %d runs", len(ids))
 	}
-	last := rows[len(rows)-1]
-	return len(rows), RunKey{ScheduledAt: utc(last.ScheduledAt), ID: last.ID}, nil
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, 0, after, wrap(err, "clear output: rows affected")
+	}
+	return read, int(n), next, nil
 }

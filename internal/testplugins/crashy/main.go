@@ -2,7 +2,10 @@
 // its "crashy" handler writes three lines and then panics in a goroutine
 // (crashing the process) when params say {"mode":"crash"}, answers
 // normally otherwise, hangs in Validate for {"mode":"hang"}, and hangs in
-// Info when CRASHY_HANG_INFO=1 is in its environment.
+// Info when CRASHY_HANG_INFO=1 is in its environment. {"mode":"fork",
+// "arg":"N"} starts `sleep N` as a plain child (its own process group not
+// asked for, no parent-death signal, as a careless third-party handler
+// would), writes "forked" and runs until cancelled.
 package main
 
 import (
@@ -11,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 
 	"github.com/cronix/cronix/pluginapi"
 )
@@ -19,6 +23,7 @@ type crashy struct{}
 
 type params struct {
 	Mode string `json:"mode"`
+	Arg  string `json:"arg"`
 }
 
 func (crashy) Info(ctx context.Context) (pluginapi.Info, error) {
@@ -54,6 +59,16 @@ func (crashy) Run(ctx context.Context, req pluginapi.Request, out io.Writer) (pl
 		go func() { panic("crashy: boom in a goroutine") }()
 		<-ctx.Done() // never returns: the panic ends the process
 		return pluginapi.Result{}, ctx.Err()
+	}
+	if p.Mode == "fork" {
+		cmd := exec.Command("sleep", p.Arg)
+		if err := cmd.Start(); err != nil {
+			return pluginapi.Result{}, fmt.Errorf("crashy: fork: %w", err)
+		}
+		go func() { _ = cmd.Wait() }()
+		fmt.Fprintln(out, "forked")
+		<-ctx.Done()
+		return pluginapi.Result{Status: pluginapi.StatusFailed, Message: "killed"}, nil
 	}
 	fmt.Fprintln(out, "fine")
 	return pluginapi.Result{Status: pluginapi.StatusSuccess}, nil

@@ -75,7 +75,12 @@ function watch(page, who) {
   page.on('pageerror', (e) => problems.push(`${who} page error: ${e.message}`));
 }
 async function shot(page, name) {
-  if (shots) await page.screenshot({ path: join(shots, name + '.png'), fullPage: false });
+  if (!shots) return;
+  // No open select list or passing toast over the page in the pictures.
+  await until(`${name}: no popup over the page`, async () =>
+    (await page.locator('.ant-select-dropdown:visible, .ant-message-notice:visible').count()) === 0, 15_000);
+  await page.mouse.move(1, 1); // no hover highlight in the pictures
+  await page.screenshot({ path: join(shots, name + '.png'), fullPage: false });
 }
 // In-app navigation (like following a link), without reloading the app.
 async function nav(page, path) {
@@ -287,10 +292,12 @@ try {
 
   step('nodes, jobs, dashboard and the job form in both languages');
   await nav(page, '/nodes');
+  await page.getByRole('heading', { name: 'Nodes' }).waitFor();
   await page.locator('.ant-table-row').first().waitFor();
   await shot(page, 'nodes-en');
   await nav(page, '/jobs');
-  await page.locator('.ant-table-row').first().waitFor();
+  await page.getByRole('heading', { name: 'Jobs' }).waitFor();
+  await page.locator('.ant-table-row', { hasText: 'e2e-hello' }).waitFor();
   await shot(page, 'jobs-en');
 
   step('jobs table: schedule type and last status filters (server-side)');
@@ -315,8 +322,10 @@ try {
   await setLang(page, '简体中文');
   await page.getByRole('heading', { name: '任务' }).waitFor();
   await page.getByRole('menuitem', { name: '节点' }).waitFor();
+  await page.locator('.ant-table-row', { hasText: 'e2e-hello' }).waitFor();
   await shot(page, 'jobs-zh');
   await page.getByRole('menuitem', { name: '节点' }).click();
+  await page.getByRole('heading', { name: '节点' }).waitFor();
   await page.locator('.ant-table-row').first().waitFor();
   await shot(page, 'nodes-zh');
   await page.getByRole('menuitem', { name: '仪表盘' }).click();

@@ -37,7 +37,7 @@ export default function Dashboard({ dark }: { dark: boolean }) {
     if (!perDay.data) return null;
     return {
       tooltip: { trigger: 'axis' },
-      legend: { data: chartStatuses.map((s) => t(`status.${s}`)) },
+      legend: { top: 0, data: chartStatuses.map((s) => t(`status.${s}`)) },
       grid: { left: 40, right: 16, top: 36, bottom: 24 },
       xAxis: { type: 'category', data: perDay.data.days },
       yAxis: { type: 'value', minInterval: 1 },

@@ -27,6 +27,7 @@ import (
 
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/integration/harness"
+	"github.com/cronix/cronix/server/alert/alerttest"
 )
 
 // chaosEvent is one fault injected, for the report.
@@ -83,8 +84,14 @@ func TestChaos(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 
 	dir := t.TempDir()
+	// Every alert goes to a webhook that always accepts: at the end, none
+	// may have been delivered twice (issue 10: not doubled in the chaos test).
+	const hookSecret = "chaos-webhook-secret"
+	hook := alerttest.StartWebhook(t, hookSecret, nil)
 	c, err := harness.StartCluster(harness.ClusterConfig{Binary: binary, Dir: dir, DSN: chaosDSN(t, rng),
-		AdminPassword: adminPassword, NodeToken: "chaos-node-token", Env: []string{"CRONIX_LOG_LEVEL=info"}})
+		AdminPassword: adminPassword, NodeToken: "chaos-node-token", Env: []string{"CRONIX_LOG_LEVEL=info",
+			"CRONIX_ALERT_WEBHOOK_URL=" + hook.URL, "CRONIX_ALERT_WEBHOOK_SECRET=" + hookSecret,
+			"CRONIX_ALERT_WEBHOOK_ALLOW_LOOPBACK=true", "CRONIX_ALERT_RETRY_BASE=1s"}})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		c.Close()
@@ -330,6 +337,35 @@ func TestChaos(t *testing.T) {
 	require.Positive(t, expected)
 	require.Zero(t, missed+unexecuted, "every scheduled second in the window is recorded and run (or marked lost)")
 	require.Zero(t, duplicated, "no scheduled second is recorded or run twice")
+	chaosAlertsOnce(t, c.API(), hook, lost)
+}
+
+// chaosAlertsOnce checks the alerts of the chaos run: every event is
+// delivered (nothing left pending), and the webhook accepted each event
+// (webhook-id) at most once across the leader kills and freezes.
+func chaosAlertsOnce(t *testing.T, api *harness.Client, hook *alerttest.WebhookReceiver, lost int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return len(alerts(t, api, "status=pending")) == 0
+	}, 90*time.Second, 200*time.Millisecond, "alert deliveries still pending")
+	kinds := map[string]int{}
+	for _, a := range alerts(t, api, "") {
+		kinds[a.Kind]++
+	}
+	accepted := map[string]int{}
+	for _, h := range hook.Hooks() {
+		require.True(t, h.SignatureOK, "signature of %s", h.ID)
+		if h.Status == http.StatusOK {
+			accepted[h.ID]++
+		}
+	}
+	t.Logf("chaos: alert events by kind %v; webhook accepted %d events", kinds, len(accepted))
+	if lost > 0 {
+		require.Positive(t, kinds["run.lost"], "lost runs raise run.lost")
+	}
+	for id, n := range accepted {
+		require.Equal(t, 1, n, "alert %s delivered %d times", id, n)
+	}
 }
 
 // readExecLog counts the executions of each fire id in the jobs' log.

@@ -3,7 +3,6 @@ package alert_test
 import (
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -32,9 +31,12 @@ func TestRunKilledOnlyForJobsThatAskForIt(t *testing.T) {
 
 	b.result(quiet, "node-q", cluster.StatusKilled, -1, "killed by admin")
 	fire := b.result(loud, "node-l", cluster.StatusKilled, -1, "killed by admin")
-	last := b.result(loud, "node-l", cluster.StatusSuccess, 0, "ok") // no job.recovered: a kill is no failure
+	b.result(loud, "node-l", cluster.StatusSuccess, 0, "ok") // no job.recovered: a kill is no failure
+	// A failure after them: once its alert is out, the scanner has passed
+	// the runs before it (it reads in order of updated_at, id).
+	failed := b.result(loud, "node-l", cluster.StatusFailed, 2, "boom")
 
-	hooks := hook.WaitFor(t, waitLong, "run.killed", func(h []alerttest.Hook) bool { return len(h) >= 1 })
+	hooks := hook.WaitFor(t, waitLong, "run.killed and run.failed", func(h []alerttest.Hook) bool { return len(h) >= 2 })
 	b.waitDelivered()
 	var p alert.Payload
 	require.NoError(t, json.Unmarshal(hooks[0].Body, &p))
@@ -42,24 +44,11 @@ func TestRunKilledOnlyForJobsThatAskForIt(t *testing.T) {
 	require.Equal(t, "loud", p.Data.JobName)
 	require.Equal(t, "node-l", p.Data.Node)
 
-	// Wait until the scanner's stored cursor is past the last run, then count.
-	lastRun, err := b.store.RunByFireID(t.Context(), last)
-	require.NoError(t, err)
-	deadline := time.Now().Add(waitLong)
-	for {
-		raw, err := b.store.GetSetting(t.Context(), "alert_scan_cursor")
-		var c struct {
-			ID int64 `json:"id"`
-		}
-		if err == nil && json.Unmarshal([]byte(raw), &c) == nil && c.ID >= lastRun.ID {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "scanner cursor did not pass run %d", lastRun.ID)
-		tick(50 * time.Millisecond)
-	}
 	evs, total, err := b.store.FindAlertEvents(t.Context(), store.AlertEventFilter{}, store.Page{Page: 1, PageSize: 10})
 	require.NoError(t, err)
-	require.Equal(t, 1, total, "%+v", evs)
-	require.Equal(t, "run.killed:"+fire, evs[0].DedupeKey)
-	require.Len(t, hook.Hooks(), 1)
+	require.Equal(t, 2, total, "%+v", evs)
+	keys := []string{evs[0].DedupeKey, evs[1].DedupeKey}
+	require.ElementsMatch(t, []string{"run.killed:" + fire, "run.failed:" + failed}, keys)
+	require.Len(t, hook.Hooks(), 2)
+	require.False(t, evs[0].Suppressed || evs[1].Suppressed, "a kill opens no failure episode")
 }

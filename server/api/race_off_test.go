@@ -2,4 +2,5 @@
 
 package api_test
 
+// raceDetector: the race detector is off.
 const raceDetector = false

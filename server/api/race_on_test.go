@@ -2,6 +2,5 @@
 
 package api_test
 
-// raceDetector: timing assertions are reported only (the race detector
-// slows the code under test several times).
+// raceDetector: the race detector is on; timing measurements skip.
 const raceDetector = true

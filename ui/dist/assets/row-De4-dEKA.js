@@ -1,1 +1,0 @@
-import{d as e,f as t}from"./index-VawD8e4v.js";var n=t,r=e;export{n,r as t};

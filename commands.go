@@ -388,7 +388,7 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 	if err != nil {
 		return err
 	}
-	stopPprof, err := cfg.pprofConfig.start(ctx, log, stdout)
+	stopPprof, err := cfg.start(ctx, log, stdout)
 	if err != nil {
 		return err
 	}
@@ -520,7 +520,7 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return fmt.Errorf("--tls-ca: %w", err)
 	}
-	stopPprof, err := cfg.pprofConfig.start(ctx, log, stdout)
+	stopPprof, err := cfg.start(ctx, log, stdout)
 	if err != nil {
 		return err
 	}
@@ -618,7 +618,7 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return fmt.Errorf("locating own binary for built-in plugins: %w", err)
 	}
-	stopPprof, err := cfg.pprofConfig.start(ctx, log, stdout)
+	stopPprof, err := cfg.start(ctx, log, stdout)
 	if err != nil {
 		return err
 	}

@@ -82,24 +82,28 @@ const viewerPassword = "viewer-pw-123456"
 // API: it can read that group's jobs but change nothing.
 func createViewer(t *testing.T, s *standalone) string {
 	t.Helper()
-	var groups struct {
-		Items []struct {
-			ID      int64  `json:"id"`
-			AppName string `json:"appname"`
-		} `json:"items"`
-	}
-	code, err := s.api.Do(http.MethodGet, "/api/v1/groups?page_size=100", nil, &groups)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, code)
+	// The node's group is registered a moment after the node itself.
 	var def int64
-	for _, g := range groups.Items {
-		if g.AppName == "default" {
-			def = g.ID
+	require.Eventually(t, func() bool {
+		var groups struct {
+			Items []struct {
+				ID      int64  `json:"id"`
+				AppName string `json:"appname"`
+			} `json:"items"`
 		}
-	}
-	require.NotZero(t, def, "the standalone has the default group: %+v", groups.Items)
+		code, err := s.api.Do(http.MethodGet, "/api/v1/groups?appname=default", nil, &groups)
+		if err != nil || code != http.StatusOK {
+			return false
+		}
+		for _, g := range groups.Items {
+			if g.AppName == "default" {
+				def = g.ID
+			}
+		}
+		return def != 0
+	}, 60*time.Second, 200*time.Millisecond, "the standalone's default group is registered")
 	var out map[string]any
-	code, err = s.api.Do(http.MethodPost, "/api/v1/users",
+	code, err := s.api.Do(http.MethodPost, "/api/v1/users",
 		map[string]any{"username": "vera", "password": viewerPassword, "role": "viewer", "groups": []int64{def}}, &out)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, code, "create viewer: %v", out)

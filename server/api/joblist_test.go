@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,8 +16,9 @@ import (
 	"github.com/cronix/cronix/server/store"
 )
 
-// TestListJobsByScheduleTypeAndLastStatus: GET /api/v1/jobs filters by
-// schedule type and by the status of each job's latest run (or "none"),
+// TestListJobsByScheduleTypeAndLastStatus: GET /api/v1/jobs searches name
+// and description (q), filters by schedule type and by the status of each
+// job's latest run (or "none"),
 // server-side, together with the other filters and paging; bad values are
 // a 400 naming the field.
 func TestListJobsByScheduleTypeAndLastStatus(t *testing.T) {
@@ -25,6 +27,7 @@ func TestListJobsByScheduleTypeAndLastStatus(t *testing.T) {
 	create := func(name, scheduleType, schedule string) int64 {
 		j := validJob()
 		j["name"], j["schedule_type"], j["schedule"] = name, scheduleType, schedule
+		j["description"] = "runs " + strings.ToUpper(name)
 		var out api.Job
 		b.doJSON(http.MethodPost, "/api/v1/jobs", b.token, j, http.StatusCreated, &out)
 		return out.ID
@@ -64,6 +67,8 @@ func TestListJobsByScheduleTypeAndLastStatus(t *testing.T) {
 	require.Equal(t, []int64{never}, list("last_status=none"))
 	require.Empty(t, list("last_status=lost"))
 	require.Equal(t, []int64{never}, list("last_status=none&schedule_type=cron&q=never"))
+	require.Equal(t, []int64{rate}, list("q=RUNS+rate"), "q searches the description too")
+	require.Equal(t, []int64{cron, rate, never, manual}, list("q=runs"))
 	require.Empty(t, list("last_status=none&schedule_type=fixed_rate"))
 	require.Equal(t, []int64{rate}, list("last_status=failed&enabled=true&sort=-name&page=1&page_size=1"))
 

@@ -438,7 +438,7 @@ var lastStatuses = []string{cluster.StatusTriggered, cluster.StatusRunning, clus
 	cluster.StatusTimeout, cluster.StatusKilled, cluster.StatusLost, cluster.StatusSkipped, store.LastStatusNone}
 
 // listJobs handles GET /api/v1/jobs: ?group= &enabled= &handler= &author=
-// &q= (name contains, case-insensitive) &schedule_type= &last_status= (the
+// &q= (name or description contains, case-insensitive) &schedule_type= &last_status= (the
 // status of the job's latest run, or none) &sort= (id, -id, name, -name,
 // updated_at, -updated_at) and paging.
 func (s *server) listJobs(w http.ResponseWriter, r *http.Request) error {
@@ -448,12 +448,12 @@ func (s *server) listJobs(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	f := store.JobFilter{
-		Scope:    PrincipalFrom(r.Context()).Scope(),
-		Group:    strings.TrimSpace(q.Get("group")),
-		Handler:  strings.TrimSpace(q.Get("handler")),
-		Author:   strings.TrimSpace(q.Get("author")),
-		NameLike: strings.TrimSpace(q.Get("q")),
-		Sort:     strings.TrimSpace(q.Get("sort")),
+		Scope:   PrincipalFrom(r.Context()).Scope(),
+		Group:   strings.TrimSpace(q.Get("group")),
+		Handler: strings.TrimSpace(q.Get("handler")),
+		Author:  strings.TrimSpace(q.Get("author")),
+		Search:  strings.TrimSpace(q.Get("q")),
+		Sort:    strings.TrimSpace(q.Get("sort")),
 
 		ScheduleType: strings.TrimSpace(q.Get("schedule_type")),
 		LastStatus:   strings.TrimSpace(q.Get("last_status")),

@@ -99,6 +99,15 @@ func runModelSuite(t *testing.T, open func(t *testing.T) *store.Store) {
 		require.Len(t, jobs, 1)
 		require.Equal(t, c.ID, jobs[0].ID)
 
+		// Search: name or description.
+		c.Description = "Removes OLD backups of 100% of hosts"
+		require.NoError(t, s.UpdateJob(ctx, c))
+		require.Equal(t, []int64{a.ID, c.ID, d.ID}, ids(store.JobFilter{Search: "backup"}), "name or description, case-insensitive")
+		require.Equal(t, []int64{c.ID}, ids(store.JobFilter{Search: "old b"}))
+		require.Equal(t, []int64{b.ID, c.ID}, ids(store.JobFilter{Search: "100%"}), "% is literal")
+		require.Equal(t, []int64{a.ID, c.ID}, ids(store.JobFilter{Search: "backup", Handler: "shell"}))
+		require.Empty(t, ids(store.JobFilter{Search: "100_"}), "_ is literal")
+
 		_, _, err = s.FindJobs(ctx, store.JobFilter{Sort: "drop table"}, store.Page{})
 		require.Error(t, err)
 	})

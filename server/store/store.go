@@ -249,6 +249,10 @@ func (s *Store) FindJobs(ctx context.Context, f JobFilter, p Page) ([]Job, int, 
 		if f.NameLike != "" {
 			q = q.Where("LOWER(j.name) LIKE ? ESCAPE '!'", containsPattern(f.NameLike))
 		}
+		if f.Search != "" {
+			pattern := containsPattern(f.Search)
+			q = q.Where("(LOWER(j.name) LIKE ? ESCAPE '!' OR LOWER(j.description) LIKE ? ESCAPE '!')", pattern, pattern)
+		}
 		if f.ScheduleType != "" {
 			q = q.Where("j.schedule_type = ?", f.ScheduleType)
 		}

@@ -87,6 +87,8 @@ type JobFilter struct {
 	Handler  string // exact handler name
 	Author   string // exact author
 	NameLike string // name contains it (case-insensitive)
+	// Search keeps the jobs whose name or description contains it (case-insensitive).
+	Search string
 	// ScheduleType: exact schedule type (cron, fixed_rate, fixed_delay, once, none).
 	ScheduleType string
 	// LastStatus keeps the jobs whose latest run (by scheduled time, then

@@ -76,9 +76,9 @@ function watch(page, who) {
 }
 async function shot(page, name) {
   if (!shots) return;
-  // No open select list or passing toast over the page in the pictures.
+  // No open select list, passing toast or loading veil over the page in the pictures.
   await until(`${name}: no popup over the page`, async () =>
-    (await page.locator('.ant-select-dropdown:visible, .ant-message-notice:visible').count()) === 0, 15_000);
+    (await page.locator('.ant-select-dropdown:visible, .ant-message-notice:visible, .ant-spin-spinning:visible').count()) === 0, 15_000);
   await page.mouse.move(1, 1); // no hover highlight in the pictures
   await page.screenshot({ path: join(shots, name + '.png'), fullPage: false });
 }

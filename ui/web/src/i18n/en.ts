@@ -31,7 +31,7 @@ const en = {
     lastFailure: 'Last failure',
   },
   jobs: {
-    title: 'Jobs', create: 'New job', searchPlaceholder: 'Search name', group: 'Group', handler: 'Handler',
+    title: 'Jobs', create: 'New job', searchPlaceholder: 'Search name or description', group: 'Group', handler: 'Handler',
     schedule: 'Schedule', nextFire: 'Next fire', lastRun: 'Last run', enable: 'Enable', disable: 'Disable',
     trigger: 'Run now', triggered: 'Triggered', bulk: '{{count}} selected', bulkDone: 'Done: {{count}} jobs',
     confirmBulkDelete: 'Delete {{count}} jobs and their runs?', enabledFilter: 'State',

@@ -30,7 +30,7 @@ const zh: Catalogue = {
     lastFailure: '最近失败',
   },
   jobs: {
-    title: '任务', create: '新建任务', searchPlaceholder: '搜索名称', group: '分组', handler: '处理器',
+    title: '任务', create: '新建任务', searchPlaceholder: '搜索名称或描述', group: '分组', handler: '处理器',
     schedule: '调度', nextFire: '下次触发', lastRun: '最近运行', enable: '启用', disable: '停用',
     trigger: '立即运行', triggered: '已触发', bulk: '已选 {{count}} 项', bulkDone: '完成：{{count}} 个任务',
     confirmBulkDelete: '删除 {{count}} 个任务及其运行记录？', enabledFilter: '状态',

@@ -143,7 +143,7 @@ export default function Jobs() {
           value={search}
           onChange={(e) => setSearch(e.target.value)}
           onSearch={(v) => set('q', v.trim())}
-          style={{ width: 220 }}
+          style={{ width: 260 }}
         />
         <Select
           aria-label={t('jobs.group')}

@@ -1,0 +1,1 @@
+import{d as e,f as t}from"./index-Bka3NImL.js";var n=t,r=e;export{n,r as t};

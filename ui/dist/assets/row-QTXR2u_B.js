@@ -1,1 +1,0 @@
-import{d as e,f as t}from"./index-7in2FhKb.js";var n=t,r=e;export{n,r as t};

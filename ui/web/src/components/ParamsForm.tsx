@@ -42,6 +42,9 @@ export interface ParamsFormProps {
  * when the handler publishes no schema. The server is the validator of
  * record; errors it reports for a property are shown on that property.
  */
+/** Titles of objects sit on the left, like every other label of the job form. */
+const formContext = { labelAlign: 'left' };
+
 export function ParamsForm({ schema, value, onChange, errors, disabled, idPrefix = 'params' }: ParamsFormProps) {
   const { t } = useTranslation();
   const prepared = useMemo(() => (schema && hasForm(schema) ? normalizeSchema(schema) : null), [schema]);
@@ -61,6 +64,7 @@ export function ParamsForm({ schema, value, onChange, errors, disabled, idPrefix
         validator={validator}
         widgets={widgets}
         idPrefix={idPrefix}
+        formContext={formContext}
         tagName="div"
         disabled={disabled}
         showErrorList={false}

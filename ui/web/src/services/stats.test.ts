@@ -23,29 +23,43 @@ describe('runsPerDay', () => {
     expect(lastUtcDays(2, new Date('2026-03-01T00:10:00+02:00'))).toEqual(['2026-02-27', '2026-02-28']);
   });
 
-  it('sums the daily report rows of every job and page, zero for days without rows', async () => {
+  // runsCount answers GET /api/v1/runs?page_size=1 count requests: total
+  // for (status, from) pairs in counts, 0 otherwise.
+  const runsCount = (u: URL, counts: Record<string, number>) => {
+    expect(u.pathname).toBe('/api/v1/runs');
+    const total = counts[`${u.searchParams.get('status')} ${u.searchParams.get('from')}`] ?? 0;
+    return Promise.resolve(reply({ items: [], total, page: 1, page_size: 1 }));
+  };
+
+  it('sums the daily report rows of every job and page for past days, counts today live', async () => {
     fetchMock.mockImplementation((url: string) => {
-      const q = new URL(url, 'http://x').searchParams;
-      expect(new URL(url, 'http://x').pathname).toBe('/api/v1/reports/daily');
+      const u = new URL(url, 'http://x');
+      if (u.pathname === '/api/v1/runs') {
+        expect(u.searchParams.get('to')).toBe('2026-03-08T00:00:00.000Z');
+        return runsCount(u, { 'success 2026-03-07T00:00:00.000Z': 6, 'lost 2026-03-07T00:00:00.000Z': 2 });
+      }
+      const q = u.searchParams;
+      expect(u.pathname).toBe('/api/v1/reports/daily');
       expect(q.get('from')).toBe('2026-03-01');
       expect(q.get('to')).toBe('2026-03-07');
       const page = Number(q.get('page'));
       const rows = page === 1
         ? [
             { day: '2026-03-01', job_id: 1, runs: runs(5, 1) },
-            { day: '2026-03-07', job_id: 1, runs: runs(2, 0, { lost: 1 }) },
+            { day: '2026-03-06', job_id: 1, runs: runs(2, 0, { lost: 1 }) },
+            { day: '2026-03-07', job_id: 1, runs: runs(1, 0) }, // trails the live count
           ]
-        : [{ day: '2026-03-07', job_id: 2, runs: runs(3, 2, { timeout: 4 }) }];
+        : [{ day: '2026-03-06', job_id: 2, runs: runs(3, 2, { timeout: 4 }) }];
       return Promise.resolve(reply({ items: rows, total: 501, page, page_size: 500 }));
     });
     const got = await runsPerDay(7, now);
-    expect(fetchMock).toHaveBeenCalledTimes(2);
+    expect(fetchMock).toHaveBeenCalledTimes(2 + 4);
     expect(got.source).toBe('report');
     expect(got.days).toEqual(['03-01', '03-02', '03-03', '03-04', '03-05', '03-06', '03-07']);
-    expect(got.series.success).toEqual([5, 0, 0, 0, 0, 0, 5]);
-    expect(got.series.failed).toEqual([1, 0, 0, 0, 0, 0, 2]);
-    expect(got.series.timeout).toEqual([0, 0, 0, 0, 0, 0, 4]);
-    expect(got.series.lost).toEqual([0, 0, 0, 0, 0, 0, 1]);
+    expect(got.series.success).toEqual([5, 0, 0, 0, 0, 5, 6]);
+    expect(got.series.failed).toEqual([1, 0, 0, 0, 0, 2, 0]);
+    expect(got.series.timeout).toEqual([0, 0, 0, 0, 0, 4, 0]);
+    expect(got.series.lost).toEqual([0, 0, 0, 0, 0, 1, 2]);
   });
 
   it('counts runs per UTC day instead when the report has too many rows', async () => {
@@ -54,14 +68,13 @@ describe('runsPerDay', () => {
       if (u.pathname === '/api/v1/reports/daily') {
         return Promise.resolve(reply({ items: [], total: 500 * maxReportPages + 1, page: 1, page_size: 500 }));
       }
-      expect(u.pathname).toBe('/api/v1/runs');
-      const total = u.searchParams.get('status') === 'success' && u.searchParams.get('from') === '2026-03-06T00:00:00.000Z' ? 9 : 0;
-      return Promise.resolve(reply({ items: [], total, page: 1, page_size: 1 }));
+      return runsCount(u, { 'success 2026-03-06T00:00:00.000Z': 9, 'failed 2026-03-07T00:00:00.000Z': 3 });
     });
     const got = await runsPerDay(2, now);
     expect(got.source).toBe('counts');
     expect(got.days).toEqual(['03-06', '03-07']);
     expect(got.series.success).toEqual([9, 0]);
+    expect(got.series.failed).toEqual([0, 3]);
     expect(fetchMock).toHaveBeenCalledTimes(1 + 4 * 2);
     const toOf = fetchMock.mock.calls
       .map(([url]) => new URL(url as string, 'http://x').searchParams)

@@ -62,9 +62,10 @@ export function lastUtcDays(n: number, now = new Date()): string[] {
 
 /**
  * runsPerDay is the runs by status for each of the last n UTC days (today
- * included), stacked in the dashboard chart. It sums the daily report's
- * per-job rows (one or a few requests; the leader refreshes the open days
- * every minute). With very many jobs the rows would take many pages, so it
+ * included), stacked in the dashboard chart. Past days sum the daily
+ * report's per-job rows (one or a few requests); today is counted live (4
+ * small requests), since the leader refreshes the open day's report only
+ * every minute. With very many jobs the rows would take many pages, so it
  * then counts runs per day and status instead (4 × n small requests).
  */
 export async function runsPerDay(n: number, now = new Date()): Promise<DaySeries> {
@@ -72,9 +73,18 @@ export async function runsPerDay(n: number, now = new Date()): Promise<DaySeries
   const labels = days.map((d) => d.slice(5));
   const from = days[0];
   const to = days[days.length - 1];
-  const first = await listDailyReports({ from, to, page: 1, page_size: reportPageSize });
+  // Today is counted live (4 small requests): the report of the open day
+  // trails the runs by up to a minute, and is empty right after a start.
+  const [first, todayLive] = await Promise.all([
+    listDailyReports({ from, to, page: 1, page_size: reportPageSize }),
+    countDays([to]),
+  ]);
   const pages = Math.ceil(first.total / reportPageSize);
-  if (pages > maxReportPages) return { ...(await runsPerDayByCounts(days)), days: labels };
+  if (pages > maxReportPages) {
+    const earlier = await countDays(days.slice(0, -1));
+    const series = Object.fromEntries(chartStatuses.map((s) => [s, [...earlier[s], ...todayLive[s]]]));
+    return { days: labels, series, source: 'counts' };
+  }
   const rest = await Promise.all(
     Array.from({ length: Math.max(0, pages - 1) }, (_, i) => listDailyReports({ from, to, page: i + 2, page_size: reportPageSize })),
   );
@@ -82,13 +92,15 @@ export async function runsPerDay(n: number, now = new Date()): Promise<DaySeries
   const series: Record<string, number[]> = Object.fromEntries(chartStatuses.map((s) => [s, days.map(() => 0)]));
   for (const row of [first, ...rest].flatMap((p) => p.items)) {
     const i = index.get(row.day);
-    if (i === undefined) continue;
+    if (i === undefined || i === days.length - 1) continue;
     for (const s of chartStatuses) series[s][i] += row.runs[s as keyof DailyReport['runs']] ?? 0;
   }
+  for (const s of chartStatuses) series[s][days.length - 1] = todayLive[s][0];
   return { days: labels, series, source: 'report' };
 }
 
-async function runsPerDayByCounts(days: string[]): Promise<DaySeries> {
+/** countDays counts the runs of each chart status on each UTC day (YYYY-MM-DD). */
+async function countDays(days: string[]): Promise<Record<string, number[]>> {
   const series: Record<string, number[]> = {};
   await Promise.all(
     chartStatuses.map(async (s) => {
@@ -100,7 +112,7 @@ async function runsPerDayByCounts(days: string[]): Promise<DaySeries> {
       );
     }),
   );
-  return { days, series, source: 'counts' };
+  return series;
 }
 
 export interface Lateness {

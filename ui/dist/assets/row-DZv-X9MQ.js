@@ -1,1 +1,0 @@
-import{d as e,f as t}from"./index-Bka3NImL.js";var n=t,r=e;export{n,r as t};

@@ -250,14 +250,15 @@ func TestRunDeadlineAndCancelReachTheHandler(t *testing.T) {
 		ctx, cancel := context.WithDeadline(t.Context(), deadline)
 		defer cancel()
 		res, err := h.Run(ctx, pluginapi.Request{}, io.Discard)
-		if err == nil {
-			// The handler's clock hit the deadline first and its answer
-			// won the race with ours.
-			require.Equal(t, pluginapi.Result{Status: pluginapi.StatusFailed, Message: "stopped"}, res)
-		} else {
-			require.ErrorIs(t, err, context.DeadlineExceeded)
-			require.Equal(t, pluginapi.Result{Status: pluginapi.StatusFailed, ExitCode: -1, Message: "timeout"}, res)
-		}
+		// Run reports the deadline either way (pluginapi doc): with its own
+		// "timeout" result when our ctx ended first, or with the handler's
+		// failed answer when the plugin's copy of the deadline fired a
+		// moment earlier and that answer won the race.
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.Contains(t, []pluginapi.Result{
+			{Status: pluginapi.StatusFailed, ExitCode: -1, Message: "timeout"},
+			{Status: pluginapi.StatusFailed, Message: "stopped"},
+		}, res)
 		<-started
 		s := <-seenCh
 		require.True(t, s.hasDL, "the handler's ctx must carry the deadline")

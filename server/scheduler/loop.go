@@ -40,8 +40,14 @@ type loop struct {
 	runs runCache // pending run keys and process keys of every node
 	seen *seenRevs
 
-	placed         map[string]placedJob // job key → config in etcd
-	placementDirty bool
+	placed         map[int64]placedJob // job id → where its config is in etcd
+	strays         []dispatch.JobRef   // extra placements read at start-up, to remove
+	placeDirty     map[int64]bool      // jobs whose placement the next reconcile checks
+	placementDirty bool                // check every job's placement (nodes or groups changed)
+
+	strs   map[string]string            // interned strings shared by many jobs (jobset.go)
+	params map[string]json.RawMessage   // interned params
+	scheds map[string]schedule.Schedule // parsed schedules by type, zone and expression
 
 	pending    []*fire          // the batch being committed
 	onceSeen   map[string]int64 // once key → mod revision already fired
@@ -54,12 +60,6 @@ type loop struct {
 	nodeW, sigW, onceW, runW, procW, grpW watch
 	leaderW                               watch // the fence: /Cronix/leader
 	timer, relist                         Timer
-}
-
-type placedJob struct {
-	node  string
-	jobID int64
-	val   string
 }
 
 type onceKey struct {
@@ -99,7 +99,11 @@ func newLoop(cfg Config, term uint64, seen *seenRevs) *loop {
 		routesDirty: map[int64]bool{},
 		forget:      map[int64]bool{},
 		runs:        newRunCache(),
-		placed:      map[string]placedJob{},
+		placed:      map[int64]placedJob{},
+		placeDirty:  map[int64]bool{},
+		strs:        map[string]string{},
+		params:      map[string]json.RawMessage{},
+		scheds:      map[string]schedule.Schedule{},
 		onceSeen:    map[string]int64{},
 		needResync:  map[string]bool{},
 		defs:        map[string]store.Group{},
@@ -120,7 +124,7 @@ func (l *loop) parse(e *entry, j *store.Job) bool {
 	if j.ScheduleType == schedule.TypeNone {
 		return false
 	}
-	s, err := schedule.Parse(j.ScheduleType, j.Schedule, j.Timezone, l.cfg.Location)
+	s, err := l.parseSchedule(j)
 	if err != nil {
 		l.log.Error("job not scheduled", "job_id", j.ID, "err", fmt.Errorf("schedule %q: %w", j.Schedule, err))
 		return false
@@ -198,6 +202,7 @@ func (l *loop) loadJobs(ctx context.Context) error {
 		if !j.Enabled {
 			continue
 		}
+		l.slim(&j)
 		e := &entry{job: j, index: -1}
 		if !l.parse(e, &j) {
 			continue
@@ -236,7 +241,8 @@ func (l *loop) upsert(j store.Job) {
 		l.remove(j.ID)
 		return
 	}
-	l.placementDirty = true
+	l.slim(&j)
+	l.markPlacement(j.ID)
 	if ok && e.job.ScheduleType == j.ScheduleType && e.job.Schedule == j.Schedule && e.job.Timezone == j.Timezone {
 		e.job = j // same times; new handler, params, route, ...
 		return
@@ -278,7 +284,7 @@ func (l *loop) remove(id int64) {
 	}
 	delete(l.entries, id)
 	l.heap.remove(e)
-	l.placementDirty = true
+	l.markPlacement(id)
 }
 
 // relistJobs reloads every enabled job (safety net for missed signals).

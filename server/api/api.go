@@ -61,6 +61,7 @@ type Store interface {
 	FindDailyReports(ctx context.Context, f store.DailyReportFilter, p store.Page) ([]store.DailyReport, int, error)
 
 	versionStore
+	batchStore
 	catalog.Store
 	securityStore
 }
@@ -270,6 +271,7 @@ func (s *server) routes() *mux.Router {
 
 	r.Handle(v1+"/jobs", s.user(MaxBodyBytes, s.listJobs)).Methods(http.MethodGet)
 	r.Handle(v1+"/jobs", s.user(MaxBodyBytes, s.createJob)).Methods(http.MethodPost)
+	r.Handle(v1+"/jobs/batch", s.user(MaxBatchBodyBytes, s.createJobBatch)).Methods(http.MethodPost)
 	r.Handle(v1+"/jobs/{id:[0-9]+}", s.user(MaxBodyBytes, s.getJob)).Methods(http.MethodGet)
 	r.Handle(v1+"/jobs/{id:[0-9]+}", s.user(MaxBodyBytes, s.updateJob)).Methods(http.MethodPut)
 	r.Handle(v1+"/jobs/{id:[0-9]+}", s.user(MaxBodyBytes, s.deleteJob)).Methods(http.MethodDelete)

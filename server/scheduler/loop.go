@@ -192,23 +192,25 @@ func (l *loop) loadJobs(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read job signal revision: %w", err)
 	}
-	jobs, err := l.cfg.Jobs.EnabledJobs(ctx)
-	if err != nil {
-		return fmt.Errorf("list enabled jobs: %w", err)
-	}
 	l.cursors = l.cfg.Cursors.Cursors()
 	now := l.clock.Now()
-	for _, j := range jobs {
+	// A retry after a failure half-way through the walk starts over.
+	l.entries, l.heap = map[int64]*entry{}, nil
+	err = l.cfg.Jobs.ForEnabledJobs(ctx, func(j *store.Job) error {
 		if !j.Enabled {
-			continue
+			return nil
 		}
-		l.slim(&j)
-		e := &entry{job: j, index: -1}
-		if !l.parse(e, &j) {
-			continue
+		l.slim(j)
+		e := &entry{job: *j, index: -1}
+		if !l.parse(e, j) {
+			return nil
 		}
 		l.entries[j.ID] = e
 		l.startEntry(e, now)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list enabled jobs: %w", err)
 	}
 	l.placementDirty = true
 	l.startWatch(ctx, &l.sigW, l.cfg.Keys.JobSignalPrefix(), resp.Header.Revision+1)
@@ -289,14 +291,14 @@ func (l *loop) remove(id int64) {
 
 // relistJobs reloads every enabled job (safety net for missed signals).
 func (l *loop) relistJobs(ctx context.Context) error {
-	jobs, err := l.cfg.Jobs.EnabledJobs(ctx)
+	seen := make(map[int64]bool, len(l.entries))
+	err := l.cfg.Jobs.ForEnabledJobs(ctx, func(j *store.Job) error {
+		seen[j.ID] = true
+		l.upsert(*j)
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("list enabled jobs: %w", err)
-	}
-	seen := make(map[int64]bool, len(jobs))
-	for _, j := range jobs {
-		seen[j.ID] = true
-		l.upsert(j)
 	}
 	for id := range l.entries {
 		if !seen[id] {
@@ -306,17 +308,27 @@ func (l *loop) relistJobs(ctx context.Context) error {
 	return nil
 }
 
-// reloadJob applies a job signal.
-func (l *loop) reloadJob(ctx context.Context, id int64) error {
-	j, err := l.cfg.Jobs.GetJob(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		l.forgetJob(id)
+// reloadJobs applies the signals of jobs ids (one watch response: one
+// batch of jobs created together arrives as one), reading them in one
+// query; a job no longer stored is forgotten.
+func (l *loop) reloadJobs(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
 		return nil
 	}
+	jobs, err := l.cfg.Jobs.JobsByID(ctx, ids)
 	if err != nil {
-		return fmt.Errorf("load job %d: %w", id, err)
+		return fmt.Errorf("load %d jobs: %w", len(ids), err)
 	}
-	l.upsert(*j)
+	found := make(map[int64]bool, len(jobs))
+	for _, j := range jobs {
+		found[j.ID] = true
+		l.upsert(j)
+	}
+	for _, id := range ids {
+		if !found[id] {
+			l.forgetJob(id)
+		}
+	}
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/server/dispatch"
 )
 
@@ -18,37 +19,62 @@ import (
 const placeChunk = 1024
 
 // placedJob is where a job's config is placed and the FNV-64a sum of the
-// config JSON placed there; sum 0 means unknown (read at start-up, sealed
-// under an earlier term), so the next reconcile places it again.
+// config JSON placed there (0: unknown, so the next reconcile places it).
 type placedJob struct {
 	node string
 	sum  uint64
 }
 
-// loadPlaced reads every job config currently placed on any node. A job
-// placed on more than one node keeps one; the others are strays the next
-// reconcile removes.
+// placedPage is how many placements loadPlaced reads per etcd request.
+const placedPage = 2048
+
+// loadPlaced reads every job config currently placed on any node, a page
+// at a time, keeping each one's node and config sum: a placement whose
+// config is unchanged since an earlier term is kept as it is (its
+// signature names the term that wrote it), so a new leader rewrites only
+// what changed. A job placed on more than one node keeps one; the others
+// are strays the next reconcile removes.
 func (l *loop) loadPlaced(ctx context.Context) error {
-	resp, err := l.cfg.Etcd.Get(ctx, l.cfg.Keys.JobRoot(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		return fmt.Errorf("list placed jobs: %w", err)
-	}
-	l.placed = make(map[int64]placedJob, len(resp.Kvs))
-	l.strays = nil
-	for _, kv := range resp.Kvs {
-		node, id, err := l.cfg.Keys.ParseJobKey(string(kv.Key))
+	placed := make(map[int64]placedJob, len(l.entries))
+	var strays []dispatch.JobRef
+	prefix := l.cfg.Keys.JobRoot()
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	for from := prefix; ; {
+		resp, err := l.cfg.Etcd.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(placedPage),
+			clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
 		if err != nil {
-			l.log.Warn("ignoring malformed job placement key", "key", string(kv.Key), "err", err)
-			continue
+			return fmt.Errorf("list placed jobs: %w", err)
 		}
-		if _, dup := l.placed[id]; dup {
-			l.strays = append(l.strays, dispatch.JobRef{Node: node, JobID: id})
-			continue
+		for _, kv := range resp.Kvs {
+			node, id, err := l.cfg.Keys.ParseJobKey(string(kv.Key))
+			if err != nil {
+				l.log.Warn("ignoring malformed job placement key", "key", string(kv.Key), "err", err)
+				continue
+			}
+			if _, dup := placed[id]; dup {
+				strays = append(strays, dispatch.JobRef{Node: node, JobID: id})
+				continue
+			}
+			placed[id] = placedJob{node: l.intern(node), sum: configSum(cluster.RecordBody(kv.Value))}
 		}
-		l.placed[id] = placedJob{node: l.intern(node)}
+		if !resp.More || len(resp.Kvs) == 0 {
+			break
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
+	l.placed, l.strays = placed, strays
 	l.placementDirty = true
 	return nil
+}
+
+// configSum is the FNV-64a sum of a placed config's JSON, never 0.
+func configSum(b []byte) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	if s := h.Sum64(); s != 0 {
+		return s
+	}
+	return 1
 }
 
 // markPlacement asks the next reconcile to check job id's placement.
@@ -72,13 +98,7 @@ func (l *loop) desiredPlacement(id int64) (p dispatch.Placement, sum uint64, ok 
 		l.log.Error("job config not encodable; not placed", "job_id", id, "err", err)
 		return p, 0, false
 	}
-	h := fnv.New64a()
-	_, _ = h.Write(b)
-	sum = h.Sum64()
-	if sum == 0 {
-		sum = 1 // 0 means unknown
-	}
-	return dispatch.Placement{Node: node, Job: jc}, sum, true
+	return dispatch.Placement{Node: node, Job: jc}, configSum(b), true
 }
 
 // reconcile publishes the config of every enabled job to the node chosen

@@ -3,9 +3,8 @@
 // docs/benchmarks.md between the speed markers (the soak its own section):
 //
 //   - http: N jobs every second calling a receiver in this process;
-//     lateness = request arrival − scheduled second (the arrival is matched
-//     to the job's run by its started_at, since the http handler sends
-//     nothing naming the fire);
+//     lateness = request arrival − scheduled second (the arrival names its
+//     fire in the http handler's X-Cronix-Fire-Id header);
 //   - shell: N jobs every second running `t=$(date +%s%N); echo ...`;
 //     lateness from the command's own timestamp; then the fork floor: this
 //     process starting the same command N times at each second with a pool
@@ -203,8 +202,8 @@ func renderSpeed(cfg config, rows []row, ratios []string) string {
 	header(&b, cfg, "Speed: lateness, CPU and memory at fires every second (standalone)")
 	b.WriteString("One `cronix standalone` per row (embedded etcd, SQLite, single-voter raft, one node, `--http-allow-loopback`), " +
 		"jobs on `*/1 * * * * *` created through the API, measured over whole seconds after a " + cfg.warmup.String() + " warm-up. " +
-		"Lateness: **http** = request arrival at the bench's receiver − scheduled second (the arrival is attributed to the job's run " +
-		"that started last before it, since the http handler sends nothing naming the fire); **shell** = the command's own " +
+		"Lateness: **http** = request arrival at the bench's receiver − scheduled second (the fire is the one the request names in " +
+		"its `X-Cronix-Fire-Id` header); **shell** = the command's own " +
 		"`date +%s%N` − scheduled second (from `$CRONIX_FIRE_ID`). Missed = fires of the window with no execution; duplicated = " +
 		"extra executions of one fire. CPU = utime+stime of the standalone, its plugin processes and their reaped children over " +
 		"the window, in % of one core (this machine has " + strconv.Itoa(runtime.NumCPU()) + "). RSS = peak of the process tree's " +

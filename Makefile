@@ -25,6 +25,7 @@ RETENTION_JOBS ?= 200
 RETENTION_SECONDS ?= 60
 RETENTION_BACKLOG ?= 300000
 RETENTION_ROUNDS ?= 1
+RETENTION_HANDLER ?= shell
 RETENTION_NOTE ?=
 GOLANGCI_VERSION ?= v2.6.2
 FUZZ_TIME ?= 15s
@@ -81,7 +82,7 @@ bench-failover: build ## only the HA failover gap: kill the leader FAILOVER_TRIA
 	$(GO) run ./bench/failover --binary $(BIN) --trials $(FAILOVER_TRIALS) --out docs/benchmarks.md
 
 bench-retention: build ## lateness of RETENTION_JOBS jobs firing every second with and without retention deleting RETENTION_BACKLOG old runs; writes docs/benchmarks.md
-	$(GO) run ./bench/retention --binary $(BIN) --jobs $(RETENTION_JOBS) --seconds $(RETENTION_SECONDS) --backlog $(RETENTION_BACKLOG) --rounds $(RETENTION_ROUNDS) --note "$(RETENTION_NOTE)" --out docs/benchmarks.md
+	$(GO) run ./bench/retention --binary $(BIN) --jobs $(RETENTION_JOBS) --seconds $(RETENTION_SECONDS) --backlog $(RETENTION_BACKLOG) --rounds $(RETENTION_ROUNDS) --handler $(RETENTION_HANDLER) --note "$(RETENTION_NOTE)" --out docs/benchmarks.md
 
 lint: ## gofmt, go vet and golangci-lint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }

@@ -161,3 +161,11 @@ func TestSlopeAndSparkline(t *testing.T) {
 	require.Equal(t, "▁▄█", sparkline([]float64{1, 1.5, 2}))
 	require.Equal(t, "▁▁", sparkline([]float64{3, 3}))
 }
+
+func TestDescribeShares(t *testing.T) {
+	got := describeShares(map[string]int{"aaaaaaaaaaaa": 90, "bbbbbbbb": 100, "cc": 110}, 300)
+	require.Contains(t, got, "aaaaaaaa 90, bbbbbbbb 100, cc 110")
+	require.Contains(t, got, "-10.0%")
+	require.Equal(t, "runs per node: none recorded", describeShares(nil, 0))
+	require.Contains(t, describeShares(map[string]int{"a": 50, "b": 50}, 100), "+0.0%")
+}

@@ -205,3 +205,11 @@ func TestReceiverReadsTheFireIDHeader(t *testing.T) {
 	require.True(t, got[0].Scheduled.Equal(time.UnixMilli(1700000001000)), got[0].Scheduled)
 	require.True(t, got[1].Scheduled.IsZero())
 }
+
+func TestDescribeShares(t *testing.T) {
+	got := describeShares(map[string]int{"aaaaaaaaaaaa": 90, "bbbbbbbb": 100, "cc": 110}, 300)
+	require.Contains(t, got, "aaaaaaaa 90, bbbbbbbb 100, cc 110")
+	require.Contains(t, got, "-10.0%")
+	require.Equal(t, "runs per node: none recorded", describeShares(nil, 0))
+	require.Contains(t, describeShares(map[string]int{"a": 50, "b": 50}, 100), "+0.0%")
+}

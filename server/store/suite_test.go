@@ -31,6 +31,7 @@ func runSuite(t *testing.T, newDSN func(t *testing.T) string) {
 	runAlertSuite(t, open)
 	runSecuritySuite(t, open)
 	runReportSuite(t, open)
+	runSummarySuite(t, open)
 
 	t.Run("Migrations", func(t *testing.T) {
 		t.Parallel()

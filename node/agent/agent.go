@@ -170,7 +170,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
-		a.reporter.spool = sp
+		a.reporter.setSpoolLocked(sp) // before the reporter starts
 		a.reporter.queue = pending
 		for _, res := range pending {
 			if cluster.Terminal(res.Status) {

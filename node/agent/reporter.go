@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -57,6 +58,9 @@ type reporter struct {
 	spoolAcks int
 	spool     *spool.Spool
 	closed    bool
+	// spooled tells enqueue, before it takes mu, whether to encode the
+	// result for the spool.
+	spooled atomic.Bool
 
 	notify chan struct{} // something was queued
 	kick   chan struct{} // a full batch is queued
@@ -69,8 +73,15 @@ type reporter struct {
 	done   chan struct{}
 }
 
-// enqueue queues a result for delivery.
+// enqueue queues a result for delivery. The result is encoded for the
+// spool before taking mu, and mu is never held across an fsync (see
+// syncSpool), so a finishing run does not wait for the disk.
 func (r *reporter) enqueue(res cluster.RunResult) {
+	var line []byte
+	var encErr error
+	if r.spooled.Load() {
+		line, encErr = spool.Encode(res)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -79,7 +90,14 @@ func (r *reporter) enqueue(res cluster.RunResult) {
 	}
 	r.queue = append(r.queue, res)
 	if r.spool != nil {
-		if err := r.spool.Append(res); err != nil {
+		err := encErr
+		if err == nil && line == nil { // the spool was set after the check above
+			line, err = spool.Encode(res)
+		}
+		if err == nil {
+			err = r.spool.AppendEncoded(line)
+		}
+		if err != nil {
 			r.dropSpoolLocked(err)
 		}
 	}
@@ -109,7 +127,14 @@ func signal(ch chan struct{}) {
 func (r *reporter) dropSpoolLocked(err error) {
 	r.log.Error("agent: result spool failed; keeping results in memory only", "error", err)
 	_ = r.spool.Close()
-	r.spool = nil
+	r.setSpoolLocked(nil)
+}
+
+// setSpoolLocked sets the spool (nil: none). Caller holds mu, or has the
+// only reference.
+func (r *reporter) setSpoolLocked(sp *spool.Spool) {
+	r.spool = sp
+	r.spooled.Store(sp != nil)
 }
 
 func (r *reporter) start(ctx context.Context) {
@@ -227,14 +252,32 @@ func approxSize(res *cluster.RunResult) int {
 	return 400 + len(res.Output) + len(res.Message) + len(res.FireID) + len(res.Node)
 }
 
+// syncSpool makes every result queued so far durable. Under mu it only
+// hands the spool's buffer to the file; the fsync runs without mu, so
+// results keep being queued meanwhile (the next sync covers them: one fsync
+// per delivery attempt, whatever the number of results). Only the loop's
+// goroutine (or stop, after the loop ended) calls it, never concurrently
+// with the spool's Ack.
 func (r *reporter) syncSpool() error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.spool == nil {
+	sp := r.spool
+	if sp == nil {
+		r.mu.Unlock()
 		return nil
 	}
-	if err := r.spool.Sync(); err != nil {
+	fsync, err := sp.Flush()
+	if err != nil {
 		r.dropSpoolLocked(err)
+		r.mu.Unlock()
+		return err
+	}
+	r.mu.Unlock()
+	if err := fsync(); err != nil {
+		r.mu.Lock()
+		if r.spool == sp { // not dropped by enqueue meanwhile
+			r.dropSpoolLocked(err)
+		}
+		r.mu.Unlock()
 		return err
 	}
 	return nil
@@ -374,6 +417,6 @@ func (r *reporter) stop(ctx context.Context) {
 		if err := r.spool.Close(); err != nil {
 			r.log.Error("agent: closing result spool", "error", err)
 		}
-		r.spool = nil
+		r.setSpoolLocked(nil)
 	}
 }

@@ -61,6 +61,11 @@ type Store interface {
 	FindRuns(ctx context.Context, f store.RunFilter, p store.Page) ([]store.Run, int, error)
 	FindDailyReports(ctx context.Context, f store.DailyReportFilter, p store.Page) ([]store.DailyReport, int, error)
 
+	// The dashboard's figures and the job list's last runs (summary.go).
+	CountJobs(ctx context.Context, sc *store.Scope) (store.JobCounts, error)
+	CountRunsByStatus(ctx context.Context, f store.RunFilter) (map[string]int, error)
+	LastRuns(ctx context.Context, jobIDs []int64) (map[int64]store.LastRun, error)
+
 	versionStore
 	catalog.Store
 	securityStore
@@ -292,6 +297,7 @@ func (s *server) routes() *mux.Router {
 	s.clusterRoutes(r, v1)    // cluster.go: replicas, leader, term, raft health
 	s.alertRoutes(r, v1)      // alerts.go: alert events, test send, alerting settings
 	s.reportRoutes(r, v1)     // reports.go: daily report
+	s.summaryRoutes(r, v1)    // summary.go: the dashboard's figures
 	s.userRoutes(r, v1)       // users.go: users and their group grants
 	s.tokenRoutes(r, v1)      // tokens.go: API tokens
 	s.auditRoutes(r, v1)      // audit.go: the audit log

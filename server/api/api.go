@@ -41,6 +41,7 @@ type Store interface {
 
 	CreateJob(ctx context.Context, j *store.Job) error
 	GetJob(ctx context.Context, id int64) (*store.Job, error)
+	ChildJobIDs(ctx context.Context, jobIDs []int64) (map[int64][]int64, error)
 	UpdateJob(ctx context.Context, j *store.Job) error
 	DeleteJob(ctx context.Context, id int64) error
 	FindJobs(ctx context.Context, f store.JobFilter, p store.Page) ([]store.Job, int, error)

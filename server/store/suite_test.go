@@ -31,6 +31,8 @@ func runSuite(t *testing.T, newDSN func(t *testing.T) string) {
 	runAlertSuite(t, open)
 	runSecuritySuite(t, open)
 	runReportSuite(t, open)
+	runChildSuite(t, open)
+	runMigrationRerunSuite(t, newDSN)
 
 	t.Run("Migrations", func(t *testing.T) {
 		t.Parallel()

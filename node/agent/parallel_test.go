@@ -1,12 +1,14 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -147,4 +149,47 @@ func TestStartLogConcurrentStartsAreWrittenBeforeReturn(t *testing.T) {
 		ids[i] = e.FireID
 	}
 	require.Equal(t, []string{"8-1"}, ids, "only the running fire is left after compaction")
+}
+
+// TestDeliveryWaitsForStartsToGoQuiet: a due delivery is held while fires
+// are starting, until startQuiet passed since the last start, and never
+// longer than maxDefer in all.
+func TestDeliveryWaitsForStartsToGoQuiet(t *testing.T) {
+	t.Parallel()
+	r := &reporter{startQuiet: 20 * time.Millisecond, maxDefer: time.Second}
+	t0 := time.Unix(1764000000, 0)
+	require.Zero(t, r.holdFor(t0, time.Time{}), "no start yet")
+
+	r.started(t0)
+	require.Equal(t, 15*time.Millisecond, r.holdFor(t0.Add(5*time.Millisecond), time.Time{}), "a start 5 ms ago")
+	require.Zero(t, r.holdFor(t0.Add(20*time.Millisecond), time.Time{}), "quiet for startQuiet")
+
+	// Starts going on all the time: held at most maxDefer from the first hold.
+	held := t0.Add(-990 * time.Millisecond)
+	r.started(t0.Add(time.Millisecond))
+	require.Equal(t, 5*time.Millisecond, r.holdFor(t0.Add(5*time.Millisecond), held), "capped by maxDefer")
+	require.Zero(t, r.holdFor(t0.Add(10*time.Millisecond), held), "maxDefer reached")
+
+	off := &reporter{}
+	off.started(t0)
+	require.Zero(t, off.holdFor(t0, time.Time{}), "no quiet period configured")
+}
+
+// TestStartLineIsWhatJSONWrites: the hand-built journal line is the
+// json.Marshal encoding, for plain and for unusual ids.
+func TestStartLineIsWhatJSONWrites(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 25, 9, 0, 1, 120000000, time.UTC)
+	for _, e := range []startEntry{
+		{FireID: "42-1764061201000", JobID: 42, Trigger: "schedule", ScheduledAt: at.Truncate(time.Second), StartedAt: at},
+		{FireID: "42-1764061201000", Ended: true},
+		{FireID: "7-1", Trigger: "manual", StartedAt: at.In(time.FixedZone("x", 3600))},
+		{FireID: `odd"<id>&é`, Trigger: "a\\b", JobID: -3},
+	} {
+		want, err := json.Marshal(e)
+		require.NoError(t, err)
+		got, err := appendStartLine([]byte("prefix"), e)
+		require.NoError(t, err)
+		require.Equal(t, "prefix"+string(want)+"\n", string(got))
+	}
 }

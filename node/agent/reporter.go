@@ -23,6 +23,10 @@ import (
 // ResultsPath is the server endpoint results are posted to.
 const ResultsPath = "/api/v1/internal/results"
 
+// reportStartQuiet is how long after the last start on the node a due
+// delivery is sent (see reporter.lastStart).
+const reportStartQuiet = 20 * time.Millisecond
+
 // stockMaxTxnOps is etcd's default --max-txn-ops.
 const stockMaxTxnOps = 128
 
@@ -68,6 +72,15 @@ type reporter struct {
 	// preferred is the index of the server that answered last; only the
 	// goroutine that flushes touches it.
 	preferred int
+
+	// lastStart is when (unix ns) a fire last started on this node. A
+	// delivery waits until no fire started for startQuiet, for at most
+	// maxDefer, so posting results (SQL on the server) and deleting run
+	// keys (an etcd txn) do not compete with a tick's batch of starts; the
+	// batch sent afterwards is larger.
+	lastStart  atomic.Int64
+	startQuiet time.Duration
+	maxDefer   time.Duration
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -149,10 +162,11 @@ func (r *reporter) start(ctx context.Context) {
 func (r *reporter) loop(ctx context.Context) {
 	defer close(r.done)
 	var (
-		timer   = time.NewTimer(time.Hour)
-		armed   bool
-		bo      backoff
-		failing bool
+		timer     = time.NewTimer(time.Hour)
+		armed     bool
+		bo        backoff
+		failing   bool
+		deferring time.Time // when the due delivery was first held back for starts
 	)
 	timer.Stop()
 	defer timer.Stop()
@@ -180,6 +194,15 @@ func (r *reporter) loop(ctx context.Context) {
 		case <-timer.C:
 		}
 		armed = false
+		now := time.Now()
+		if wait := r.holdFor(now, deferring); wait > 0 {
+			if deferring.IsZero() {
+				deferring = now
+			}
+			arm(wait)
+			continue
+		}
+		deferring = time.Time{}
 		if r.flush(ctx) {
 			failing = false
 			bo.reset()
@@ -191,6 +214,30 @@ func (r *reporter) loop(ctx context.Context) {
 		failing = true
 		arm(bo.next())
 	}
+}
+
+// started notes that a fire started now (see lastStart).
+func (r *reporter) started(now time.Time) { r.lastStart.Store(now.UnixNano()) }
+
+// holdFor returns how long a due delivery should still wait for the
+// node's starts to go quiet: 0 when no fire started within startQuiet, or
+// when the delivery was first held at deferring, maxDefer ago or more.
+func (r *reporter) holdFor(now, deferring time.Time) time.Duration {
+	if r.startQuiet <= 0 {
+		return 0
+	}
+	quiet := r.startQuiet - now.Sub(time.Unix(0, r.lastStart.Load()))
+	if quiet <= 0 {
+		return 0
+	}
+	if !deferring.IsZero() {
+		left := r.maxDefer - now.Sub(deferring)
+		if left <= 0 {
+			return 0
+		}
+		quiet = min(quiet, left)
+	}
+	return quiet
 }
 
 // pending reports whether results or deletions are waiting.

@@ -50,8 +50,8 @@ const (
 	tlsTimeout   = 15 * time.Second
 	// maxIdle and maxIdlePerHost bound the idle keep-alive connections
 	// of each shared client; idleTimeout closes an idle one.
-	maxIdle        = 1024
-	maxIdlePerHost = 512
+	maxIdle        = 2048
+	maxIdlePerHost = 1024
 	idleTimeout    = 30 * time.Second
 )
 

@@ -9,13 +9,14 @@ HTTP_ADDR ?= 127.0.0.1:8080
 # bench knobs (issue 12's acceptance values by default); a quick smoke run:
 #   make bench BENCH_SECONDS=20 BENCH_HTTP_RATES=200 BENCH_SHELL_RATES=100 BENCH_SCALE_JOBS=10000 BENCH_SCALE_API_JOBS=1000
 BENCH_SECONDS ?= 180
-BENCH_WORKLOADS ?= http,shell,scale
+BENCH_WORKLOADS ?= http,shell,scale,spread
 BENCH_HTTP_RATES ?= 1000,3000
 BENCH_SHELL_RATES ?= 500
 BENCH_FLOOR_SECONDS ?= 60
 BENCH_SCALE_JOBS ?= 100000
 BENCH_SCALE_API_JOBS ?= 10000
 BENCH_SCALE_EVERY_SECOND ?= 200
+BENCH_SPREAD_RATES ?= 1500
 BENCH_LABEL ?=
 BENCH_SOAK_RATE ?= 500
 BENCH_SOAK_DURATION ?= 30m
@@ -25,6 +26,7 @@ RETENTION_JOBS ?= 200
 RETENTION_SECONDS ?= 60
 RETENTION_BACKLOG ?= 300000
 RETENTION_ROUNDS ?= 1
+RETENTION_HANDLER ?= shell
 RETENTION_NOTE ?=
 GOLANGCI_VERSION ?= v2.6.2
 FUZZ_TIME ?= 15s
@@ -60,18 +62,18 @@ test-ui: ## the web admin's component tests (Vitest); skipped without ui/web/nod
 	elif [ "$$CI" = true ]; then echo "ui/web/node_modules missing: run npm ci in ui/web" >&2; exit 1; \
 	else echo "skipping the web admin's component tests: no ui/web/node_modules (cd ui/web && npm ci)"; fi
 
-bench: build ## speed table (http BENCH_HTTP_RATES, shell BENCH_SHELL_RATES + fork floor, scale BENCH_SCALE_JOBS; BENCH_SECONDS each) and HA failover gap (FAILOVER_TRIALS kills); writes docs/benchmarks.md
+bench: build ## speed table (http BENCH_HTTP_RATES, shell BENCH_SHELL_RATES + fork floor, scale BENCH_SCALE_JOBS, spread BENCH_SPREAD_RATES on 3 nodes; BENCH_SECONDS each) and HA failover gap (FAILOVER_TRIALS kills); writes docs/benchmarks.md
 	$(GO) run ./bench/speed --binary $(BIN) --workloads $(BENCH_WORKLOADS) --seconds $(BENCH_SECONDS) \
 		--http-rates $(BENCH_HTTP_RATES) --shell-rates $(BENCH_SHELL_RATES) --floor-seconds $(BENCH_FLOOR_SECONDS) \
 		--scale-jobs $(BENCH_SCALE_JOBS) --scale-api-jobs $(BENCH_SCALE_API_JOBS) --scale-every-second $(BENCH_SCALE_EVERY_SECOND) \
-		--label "$(BENCH_LABEL)" --out docs/benchmarks.md
+		--spread-rates $(BENCH_SPREAD_RATES) --label "$(BENCH_LABEL)" --out docs/benchmarks.md
 	$(GO) run ./bench/failover --binary $(BIN) --trials $(FAILOVER_TRIALS) --out docs/benchmarks.md
 
 bench-speed: build ## only the speed table (same knobs as bench, no failover)
 	$(GO) run ./bench/speed --binary $(BIN) --workloads $(BENCH_WORKLOADS) --seconds $(BENCH_SECONDS) \
 		--http-rates $(BENCH_HTTP_RATES) --shell-rates $(BENCH_SHELL_RATES) --floor-seconds $(BENCH_FLOOR_SECONDS) \
 		--scale-jobs $(BENCH_SCALE_JOBS) --scale-api-jobs $(BENCH_SCALE_API_JOBS) --scale-every-second $(BENCH_SCALE_EVERY_SECOND) \
-		--label "$(BENCH_LABEL)" --out docs/benchmarks.md
+		--spread-rates $(BENCH_SPREAD_RATES) --label "$(BENCH_LABEL)" --out docs/benchmarks.md
 
 bench-soak: build ## opt-in soak: BENCH_SOAK_RATE shell jobs/s for BENCH_SOAK_DURATION, RSS every 10 s and its slope; writes docs/benchmarks.md
 	$(GO) run ./bench/speed --binary $(BIN) --soak --soak-rate $(BENCH_SOAK_RATE) --soak-duration $(BENCH_SOAK_DURATION) \
@@ -81,7 +83,7 @@ bench-failover: build ## only the HA failover gap: kill the leader FAILOVER_TRIA
 	$(GO) run ./bench/failover --binary $(BIN) --trials $(FAILOVER_TRIALS) --out docs/benchmarks.md
 
 bench-retention: build ## lateness of RETENTION_JOBS jobs firing every second with and without retention deleting RETENTION_BACKLOG old runs; writes docs/benchmarks.md
-	$(GO) run ./bench/retention --binary $(BIN) --jobs $(RETENTION_JOBS) --seconds $(RETENTION_SECONDS) --backlog $(RETENTION_BACKLOG) --rounds $(RETENTION_ROUNDS) --note "$(RETENTION_NOTE)" --out docs/benchmarks.md
+	$(GO) run ./bench/retention --binary $(BIN) --jobs $(RETENTION_JOBS) --seconds $(RETENTION_SECONDS) --backlog $(RETENTION_BACKLOG) --rounds $(RETENTION_ROUNDS) --handler $(RETENTION_HANDLER) --note "$(RETENTION_NOTE)" --out docs/benchmarks.md
 
 lint: ## gofmt, go vet and golangci-lint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }

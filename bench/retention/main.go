@@ -13,6 +13,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -32,10 +34,15 @@ func main() {
 	seconds := flag.Int("seconds", 60, "length of each measured window in seconds")
 	backlog := flag.Int("backlog", 300000, "old finished runs seeded before each phase")
 	rounds := flag.Int("rounds", 1, "measure without/with retention this many times, alternating")
+	handler := flag.String("handler", "shell", "handler of the firing jobs: shell (`true`, a fork per run) or http (a request to a receiver in this process, no fork)")
 	note := flag.String("note", "", "a remark printed with the figures (e.g. that the machine was shared)")
 	out := flag.String("out", "docs/benchmarks.md", "Markdown file to update ('' = print only)")
 	flag.Parse()
-	if err := run(*binary, *jobs, *seconds, *backlog, *rounds, *note, *out); err != nil {
+	if *handler != "shell" && *handler != "http" {
+		fmt.Fprintln(os.Stderr, "retention bench: --handler must be shell or http")
+		os.Exit(2)
+	}
+	if err := run(*binary, *handler, *jobs, *seconds, *backlog, *rounds, *note, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "retention bench:", err)
 		os.Exit(1)
 	}
@@ -58,10 +65,10 @@ const (
 	outputRetention = "2d"
 )
 
-func run(binary string, jobs, seconds, backlog, rounds int, note, out string) error {
+func run(binary, handler string, jobs, seconds, backlog, rounds int, note, out string) error {
 	var phases []phase
 	for i := 0; i < 2*max(rounds, 1); i++ {
-		p, err := measure(binary, jobs, seconds, backlog, i%2 == 1)
+		p, err := measure(binary, handler, jobs, seconds, backlog, i%2 == 1)
 		if err != nil {
 			return err
 		}
@@ -72,7 +79,7 @@ func run(binary string, jobs, seconds, backlog, rounds int, note, out string) er
 			p.BacklogStart, p.BacklogAt, p.BacklogEnd)
 		phases = append(phases, p)
 	}
-	report := render(jobs, seconds, backlog, note, phases)
+	report := render(handler, jobs, seconds, backlog, note, phases)
 	fmt.Print(report)
 	if out != "" {
 		return benchreport.UpdateSection(out, "retention", report)
@@ -131,7 +138,7 @@ func oldRuns(ctx context.Context, dsn string) (int, error) {
 	return n, err
 }
 
-func measure(binary string, jobs, seconds, backlog int, retention bool) (phase, error) {
+func measure(binary, handler string, jobs, seconds, backlog int, retention bool) (phase, error) {
 	ctx := context.Background()
 	res := phase{Name: "without retention", Retention: retention}
 	if retention {
@@ -161,6 +168,16 @@ func measure(binary string, jobs, seconds, backlog int, retention bool) (phase, 
 	args := []string{"standalone", "--data-dir", dataDir, "--http-addr", addrs[0], "--etcd-client-addr", addrs[1],
 		"--etcd-peer-addr", addrs[2], "--raft-addr", addrs[3]}
 	env := []string{"CRONIX_ADMIN_PASSWORD=bench-pw", "CRONIX_LOG_LEVEL=warn"}
+	params, _ := json.Marshal(map[string]string{"script": "true"})
+	if handler == "http" {
+		url, stop, err := receiver()
+		if err != nil {
+			return res, err
+		}
+		defer stop()
+		params, _ = json.Marshal(map[string]string{"url": url})
+		env = append(env, "CRONIX_HTTP_ALLOW_LOOPBACK=true")
+	}
 	if retention {
 		// Retention starts with leadership; the jobs below are created
 		// while it already deletes, and the backlog outlasts the window.
@@ -187,11 +204,10 @@ func measure(binary string, jobs, seconds, backlog int, retention bool) (phase, 
 	if err := api.Login("admin", "bench-pw"); err != nil {
 		return res, err
 	}
-	params, _ := json.Marshal(map[string]string{"script": "true"})
 	jobIDs := make([]int64, 0, jobs)
 	for i := 0; i < jobs; i++ {
 		j, err := api.CreateJob(harness.Job{Name: fmt.Sprintf("bench-%04d", i), Schedule: "*/1 * * * * *",
-			Handler: "shell", Params: params})
+			Handler: handler, Params: params})
 		if err != nil {
 			return res, fmt.Errorf("creating job %d: %w", i, err)
 		}
@@ -250,7 +266,7 @@ func measure(binary string, jobs, seconds, backlog int, retention bool) (phase, 
 	return res, nil
 }
 
-func render(jobs, seconds, backlog int, note string, ps []phase) string {
+func render(handler string, jobs, seconds, backlog int, note string, ps []phase) string {
 	var b strings.Builder
 	r := func(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
 	fmt.Fprintf(&b, "### Retention while jobs fire (standalone)\n\n")
@@ -258,13 +274,18 @@ func render(jobs, seconds, backlog int, note string, ps []phase) string {
 	if note != "" {
 		fmt.Fprintf(&b, " %s", note)
 	}
-	fmt.Fprintf(&b, "\n\n`make bench-retention RETENTION_JOBS=%d RETENTION_SECONDS=%d RETENTION_BACKLOG=%d RETENTION_ROUNDS=%d`: "+
+	what := "handler `shell`, `true`: a fork per run"
+	if handler == "http" {
+		what = "handler `http`, a GET to a receiver in the bench process: no fork"
+	}
+	fmt.Fprintf(&b, "\n\n`make bench-retention RETENTION_JOBS=%d RETENTION_SECONDS=%d RETENTION_BACKLOG=%d RETENTION_ROUNDS=%d RETENTION_HANDLER=%s`: "+
 		"fresh standalone processes (embedded etcd, SQLite, one node), each on a database seeded with %d finished "+
-		"runs 8 to 40 days old (~200 B of output each) and %d jobs on `*/1 * * * * *` (handler `shell`, `true`), "+
+		"runs 8 to 40 days old (~200 B of output each) and %d jobs on `*/1 * * * * *` (%s), "+
 		"measured over a %d s window after a 3 s warm-up: without retention, then with "+
 		"`--run-retention %s --output-retention %s`, which deletes the backlog (%d runs per statement, "+
-		"%s between statements) while the jobs fire; %d round(s), alternating.\n\n",
-		jobs, seconds, backlog, len(ps)/2, backlog, jobs, seconds, runRetention, outputRetention,
+		"a pause of %s or nine times the statement's duration between statements) while the jobs fire; "+
+		"%d round(s), alternating.\n\n",
+		jobs, seconds, backlog, len(ps)/2, handler, backlog, jobs, what, seconds, runRetention, outputRetention,
 		report.DefaultRetentionBatch, report.DefaultRetentionPause, len(ps)/2)
 	b.WriteString("| figure |")
 	for _, p := range ps {
@@ -297,4 +318,25 @@ func render(jobs, seconds, backlog int, note string, ps []phase) string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// receiver serves the http jobs' requests (204 to every request) and
+// returns its URL and a stop function.
+func receiver() (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("receiver: %w", err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	})}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	return "http://" + ln.Addr().String() + "/", func() {
+		_ = srv.Close()
+		<-done
+	}, nil
 }

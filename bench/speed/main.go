@@ -3,15 +3,16 @@
 // docs/benchmarks.md between the speed markers (the soak its own section):
 //
 //   - http: N jobs every second calling a receiver in this process;
-//     lateness = request arrival − scheduled second (the arrival is matched
-//     to the job's run by its started_at, since the http handler sends
-//     nothing naming the fire);
+//     lateness = request arrival − scheduled second (the arrival names its
+//     fire in the http handler's X-Cronix-Fire-Id header);
 //   - shell: N jobs every second running `t=$(date +%s%N); echo ...`;
 //     lateness from the command's own timestamp; then the fork floor: this
 //     process starting the same command N times at each second with a pool
 //     of parallel starters;
 //   - scale: many enabled hourly/daily jobs plus every-second http jobs:
 //     start → /readyz and → first fire, jobs list latency, lateness;
+//   - spread: N http jobs every second on 3 node agents of one group
+//     (ROUND): lateness as for http, and each node's share of the runs;
 //   - soak (-soak): shell for a long time with RSS sampled every 10 s.
 //
 // CPU is the whole process tree (standalone and its plugin processes and
@@ -43,6 +44,9 @@ type config struct {
 	batchWorkers                   int
 	scaleJobs, scaleAPIJobs        int
 	scaleEverySecond, listRequests int
+	spreadRates                    []int
+	spreadNodes                    int
+	spreadRoute                    string
 	soak                           bool
 	soakRate                       int
 	soakDuration, soakSample       time.Duration
@@ -77,13 +81,16 @@ func ints(s string) ([]int, error) {
 
 func main() {
 	var cfg config
-	var workloads, httpRates, shellRates string
+	var workloads, httpRates, shellRates, spreadRates string
 	flag.StringVar(&cfg.binary, "binary", "bin/cronix", "cronix binary to run")
 	flag.StringVar(&cfg.out, "out", "docs/benchmarks.md", "Markdown file to update ('' = print only)")
 	flag.StringVar(&cfg.label, "label", "", "note printed above the table (e.g. that this is a smoke run)")
-	flag.StringVar(&workloads, "workloads", "http,shell,scale", "comma-separated workloads: http, shell, scale")
+	flag.StringVar(&workloads, "workloads", "http,shell,scale,spread", "comma-separated workloads: http, shell, scale, spread")
 	flag.StringVar(&httpRates, "http-rates", "1000,3000", "http jobs per second, one run per rate")
 	flag.StringVar(&shellRates, "shell-rates", "500", "shell jobs per second, one run per rate")
+	flag.StringVar(&spreadRates, "spread-rates", "1500", "spread: http jobs per second shared by --spread-nodes nodes, one run per rate")
+	flag.IntVar(&cfg.spreadNodes, "spread-nodes", 3, "spread: node agents in the group (the standalone's own and N-1 'cronix node' processes)")
+	flag.StringVar(&cfg.spreadRoute, "spread-route", "ROUND", "spread: route strategy of the jobs (ROUND or CONSISTENT_HASH)")
 	flag.IntVar(&cfg.seconds, "seconds", 180, "measured window of each run, seconds")
 	flag.DurationVar(&cfg.warmup, "warmup", 5*time.Second, "firing before the window starts")
 	flag.DurationVar(&cfg.bucket, "bucket", 30*time.Second, "drift bucket: p99 lateness per bucket")
@@ -107,6 +114,12 @@ func main() {
 	var err error
 	if cfg.httpRates, err = ints(httpRates); err == nil {
 		cfg.shellRates, err = ints(shellRates)
+	}
+	if err == nil {
+		cfg.spreadRates, err = ints(spreadRates)
+	}
+	if err == nil && cfg.spreadNodes < 1 {
+		err = fmt.Errorf("--spread-nodes must be at least 1")
 	}
 	if err == nil && (cfg.seconds < 1 || cfg.floorSeconds < 0) {
 		err = fmt.Errorf("--seconds must be at least 1 and --floor-seconds at least 0")
@@ -163,6 +176,14 @@ func runAll(ctx context.Context, cfg config) error {
 						rate, ratio(r.P50, fl.P50), ratio(r.P99, fl.P99)))
 				}
 			}
+		case "spread":
+			for _, rate := range cfg.spreadRates {
+				r, err := spreadWorkload(ctx, cfg, rate)
+				if err != nil {
+					return fmt.Errorf("spread %d/s: %w", rate, err)
+				}
+				rows = append(rows, r)
+			}
 		case "scale":
 			r, err := scaleWorkload(ctx, cfg)
 			if err != nil {
@@ -170,7 +191,7 @@ func runAll(ctx context.Context, cfg config) error {
 			}
 			rows = append(rows, r)
 		default:
-			return fmt.Errorf("unknown workload %q (want http, shell, scale)", w)
+			return fmt.Errorf("unknown workload %q (want http, shell, scale, spread)", w)
 		}
 	}
 	report := renderSpeed(cfg, rows, ratios)
@@ -205,12 +226,15 @@ func renderSpeed(cfg config, rows []row, ratios []string) string {
 	header(&b, cfg, "Speed: lateness, CPU and memory at fires every second (standalone)")
 	b.WriteString("One `cronix standalone` per row (embedded etcd, SQLite, single-voter raft, one node, `--http-allow-loopback`), " +
 		"jobs on `*/1 * * * * *` created through the API, measured over whole seconds after a " + cfg.warmup.String() + " warm-up. " +
-		"Lateness: **http** = request arrival at the bench's receiver − scheduled second (the arrival is attributed to the job's run " +
-		"that started last before it, since the http handler sends nothing naming the fire); **shell** = the command's own " +
+		"Lateness: **http** = request arrival at the bench's receiver − scheduled second (the fire is the one the request names in " +
+		"its `X-Cronix-Fire-Id` header); **shell** = the command's own " +
 		"`date +%s%N` − scheduled second (from `$CRONIX_FIRE_ID`). Missed = fires of the window with no execution; duplicated = " +
 		"extra executions of one fire. CPU = utime+stime of the standalone, its plugin processes and their reaped children over " +
 		"the window, in % of one core (this machine has " + strconv.Itoa(runtime.NumCPU()) + "). RSS = peak of the process tree's " +
 		"summed VmRSS (shared pages counted per process) / of the standalone alone, sampled every second.\n\n")
+	b.WriteString("A **spread** row adds `cronix node` processes to the standalone's own node in group `default` " +
+		"(joining its embedded etcd as the README shows), the jobs routed by the named strategy; its CPU and tree RSS include " +
+		"those processes, and its notes give each node's share of the window's runs.\n\n")
 	b.WriteString("| workload | rate | window | lateness p50 / p99 / max | missed | duplicated | CPU (of " + strconv.Itoa(100*runtime.NumCPU()) + "%) | peak RSS tree / standalone |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {

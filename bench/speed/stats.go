@@ -160,12 +160,14 @@ type run struct {
 	Started   time.Time
 }
 
-// matchArrivals turns the receiver's arrivals (job, arrival time) into
-// samples: the http handler sends nothing naming the fire, so each arrival
-// is attributed to the job's run that started last at or before it (the
-// node records started_at just before the handler sends the request;
-// slack absorbs the timestamp's rounding). Arrivals with no such run keep
-// Scheduled zero and are returned as unmatched.
+// matchArrivals turns the receiver's arrivals into samples. An arrival
+// that named its fire (X-Cronix-Fire-Id: Scheduled already set) is exact
+// and kept as it is. One that did not (a handler without the header) is
+// attributed to the job's run that started last at or before it (the node
+// records started_at just before the handler sends the request; slack
+// absorbs the timestamp's rounding); this guess needs every run's
+// started_at in runs, and an arrival with no such run is returned as
+// unmatched.
 func matchArrivals(arrivals []sample, runs []run, slack time.Duration) (out []sample, unmatched int) {
 	byJob := map[int64][]run{}
 	for _, r := range runs {
@@ -177,6 +179,10 @@ func matchArrivals(arrivals []sample, runs []run, slack time.Duration) (out []sa
 		sort.Slice(rs, func(i, j int) bool { return rs[i].Started.Before(rs[j].Started) })
 	}
 	for _, a := range arrivals {
+		if !a.Scheduled.IsZero() {
+			out = append(out, a)
+			continue
+		}
 		rs := byJob[a.Job]
 		i := sort.Search(len(rs), func(i int) bool { return rs[i].Started.After(a.At.Add(slack)) }) - 1
 		if i < 0 {

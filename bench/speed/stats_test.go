@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -160,4 +161,55 @@ func TestSlopeAndSparkline(t *testing.T) {
 	require.InDelta(t, 0.0, slopePerHour(ts, []float64{100, 100, 100}), 1e-9)
 	require.Equal(t, "▁▄█", sparkline([]float64{1, 1.5, 2}))
 	require.Equal(t, "▁▁", sparkline([]float64{3, 3}))
+}
+
+// TestArrivalsNamingTheirFireAreExact: arrivals carrying the fire id are
+// attributed to that fire even when no run's started_at is known (results
+// still queued on the node), so a late arrival is late, not a duplicate of
+// an earlier fire plus a missed one.
+func TestArrivalsNamingTheirFireAreExact(t *testing.T) {
+	s0 := time.Unix(1700000000, 0)
+	arr := []sample{
+		{Job: 1, Scheduled: s0, At: s0.Add(1200 * time.Millisecond)}, // late past the next second
+		{Job: 1, Scheduled: s0.Add(time.Second), At: s0.Add(1300 * time.Millisecond)},
+		{Job: 1, Scheduled: s0.Add(time.Second), At: s0.Add(1400 * time.Millisecond)}, // delivered twice
+	}
+	got, unmatched := matchArrivals(arr, nil, 2*time.Millisecond)
+	require.Zero(t, unmatched)
+	require.Equal(t, arr, got)
+	tl := tallySamples(got, []int64{1}, s0, s0.Add(2*time.Second), 30*time.Second)
+	require.Equal(t, 0, tl.Missed)
+	require.Equal(t, 1, tl.Duplicated)
+	require.Equal(t, 1200*time.Millisecond, tl.Max)
+}
+
+// TestReceiverReadsTheFireIDHeader: the receiver takes the scheduled
+// second from X-Cronix-Fire-Id, and leaves it unset without the header.
+func TestReceiverReadsTheFireIDHeader(t *testing.T) {
+	rec, err := startReceiver()
+	require.NoError(t, err)
+	t.Cleanup(rec.close)
+	for _, id := range []string{"42-1700000001000", ""} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, rec.url("/j/0"), nil)
+		require.NoError(t, err)
+		if id != "" {
+			req.Header.Set(fireIDHeader, id)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+	}
+	got := rec.snapshot([]int64{42})
+	require.Len(t, got, 2)
+	require.Equal(t, int64(42), got[0].Job)
+	require.True(t, got[0].Scheduled.Equal(time.UnixMilli(1700000001000)), got[0].Scheduled)
+	require.True(t, got[1].Scheduled.IsZero())
+}
+
+func TestDescribeShares(t *testing.T) {
+	got := describeShares(map[string]int{"aaaaaaaaaaaa": 90, "bbbbbbbb": 100, "cc": 110}, 300)
+	require.Contains(t, got, "aaaaaaaa 90, bbbbbbbb 100, cc 110")
+	require.Contains(t, got, "-10.0%")
+	require.Equal(t, "runs per node: none recorded", describeShares(nil, 0))
+	require.Contains(t, describeShares(map[string]int{"a": 50, "b": 50}, 100), "+0.0%")
 }

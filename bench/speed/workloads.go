@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,7 +29,9 @@ type row struct {
 }
 
 // receiver is the http workload's target: it records the arrival time of
-// every request to /j/<index>.
+// every request to /j/<index>, with the fire it names in the http
+// handler's X-Cronix-Fire-Id header (its job id and scheduled second, see
+// parseFireID), so each arrival is attributed to its fire exactly.
 type receiver struct {
 	srv  *http.Server
 	ln   net.Listener
@@ -50,8 +53,12 @@ func startReceiver() (*receiver, error) {
 		at := time.Now()
 		if rest, ok := strings.CutPrefix(req.URL.Path, "/j/"); ok {
 			if i, err := strconv.ParseInt(rest, 10, 64); err == nil {
+				a := sample{Job: i, At: at}
+				if _, sched, err := parseFireID(req.Header.Get(fireIDHeader)); err == nil {
+					a.Scheduled = sched
+				}
 				r.mu.Lock()
-				r.arrivals = append(r.arrivals, sample{Job: i, At: at})
+				r.arrivals = append(r.arrivals, a)
 				r.last[i] = at
 				r.mu.Unlock()
 			}
@@ -102,14 +109,18 @@ func (r *receiver) first() time.Time {
 	return f
 }
 
-// snapshot returns the arrivals with the index mapped to the job id.
+// fireIDHeader is the header in which the http handler names the fire.
+const fireIDHeader = "X-Cronix-Fire-Id"
+
+// snapshot returns the arrivals with the index mapped to the job id;
+// Scheduled is set for the arrivals that named their fire.
 func (r *receiver) snapshot(ids []int64) []sample {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]sample, 0, len(r.arrivals))
 	for _, a := range r.arrivals {
 		if a.Job >= 0 && int(a.Job) < len(ids) {
-			out = append(out, sample{Job: ids[a.Job], At: a.At})
+			out = append(out, sample{Job: ids[a.Job], Scheduled: a.Scheduled, At: a.At})
 		}
 	}
 	return out
@@ -189,11 +200,16 @@ func measureHTTP(ctx context.Context, cfg config, s *standalone, rec *receiver, 
 	if err := s.stop(); err != nil {
 		return row{}, err
 	}
-	runs, err := readRuns(ctx, s.dataDir, ids, 4*(seconds+int(cfg.warmup/time.Second)+180))
-	if err != nil {
-		return row{}, err
+	arrivals := rec.snapshot(ids)
+	var runs []run
+	if slices.ContainsFunc(arrivals, func(a sample) bool { return a.Scheduled.IsZero() }) {
+		// A handler that does not send the fire id: attribute by start time.
+		var err error
+		if runs, err = readRuns(ctx, s.dataDir, ids, 4*(seconds+int(cfg.warmup/time.Second)+180)); err != nil {
+			return row{}, err
+		}
 	}
-	samples, unmatched := matchArrivals(rec.snapshot(ids), runs, 5*time.Millisecond)
+	samples, unmatched := matchArrivals(arrivals, runs, 5*time.Millisecond)
 	r := row{Seconds: seconds, tally: tallySamples(samples, ids, start, end, cfg.bucket), resources: res}
 	if unmatched > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d arrivals matched no started run", unmatched))

@@ -144,6 +144,10 @@ func New(cfg Config, etcd *clientv3.Client, runner Runner) (*Agent, error) {
 		onDeleted: a.runKeysDeleted,
 		notify:    make(chan struct{}, 1),
 		kick:      make(chan struct{}, 1),
+		// A tick's batch of starts takes a few ms; a second-long burst
+		// still gets its results out every maxDefer.
+		startQuiet: reportStartQuiet,
+		maxDefer:   max(cfg.ReportInterval, time.Second),
 	}
 	return a, nil
 }
@@ -170,7 +174,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
-		a.reporter.spool = sp
+		a.reporter.setSpoolLocked(sp) // before the reporter starts
 		a.reporter.queue = pending
 		for _, res := range pending {
 			if cluster.Terminal(res.Status) {

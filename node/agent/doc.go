@@ -6,7 +6,9 @@
 // # Life of a fire on a node
 //
 //	leader txn: PUT /Cronix/run/<node>/<fire_id> = Dispatch
-//	    │  intake: List the run prefix, then Watch from that revision+1
+//	    │  intake: List the run prefix, then Watch from that revision+1; the fires
+//	    │  of one response are checked by up to GOMAXPROCS goroutines, sharded by
+//	    │  job id (one job's fires in dispatch order)
 //	    ▼
 //	trust.Guard: MAC (current or previous cluster key) for this key, term fits /Cronix/leader
 //	    │ ──(unsigned / mis-signed / copied / stale term)──► not run; key deleted, logged,
@@ -61,9 +63,14 @@
 //   - With SpoolDir set, queued results are fsynced to disk before each
 //     delivery attempt and forgotten only after their run keys are deleted,
 //     so a restart loses none that were synced, and their fires are not run
-//     again by the next process (it delivers them first). The start journal
+//     again by the next process (it delivers them first). The fsync runs
+//     without the reporter's lock (finishing runs keep queueing results
+//     meanwhile; the next delivery's fsync covers them). The start journal
 //     (started.log in SpoolDir) has a line for every fire whose handler was
-//     called, and an end line once its run key was deleted; the next process
+//     called — handed to the file with write(2) before the handler is
+//     called (the starts of one dispatch batch share writes), not fsynced,
+//     so it survives the death of the process, not of the machine — and an
+//     end line once its run key was deleted; the next process
 //     reports a fire `lost` (and does not run it) only when it has a start
 //     line, no end line, no spooled result and its run key still exists, so
 //     fires that finished before a restart are never reported lost. A fire whose result was

@@ -157,7 +157,7 @@ type resultServer struct {
 	security []cluster.SecurityEvent // events posted to SecurityEventsPath
 }
 
-func newResultServer(t *testing.T) *resultServer {
+func newResultServer(t testing.TB) *resultServer {
 	s := &resultServer{auth: map[string]bool{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		s.mu.Lock()
@@ -265,13 +265,13 @@ func testLogger() *slog.Logger {
 
 // setup builds (but does not start) an agent against a fresh embedded etcd
 // and a result server; mutate adjusts the config.
-func setup(t *testing.T, mutate func(*Config)) *bundle {
+func setup(t testing.TB, mutate func(*Config)) *bundle {
 	t.Helper()
 	return setupWith(t, etcdtest.Client(t), mutate)
 }
 
 // setupWith is setup with a given etcd client.
-func setupWith(t *testing.T, etcd *clientv3.Client, mutate func(*Config)) *bundle {
+func setupWith(t testing.TB, etcd *clientv3.Client, mutate func(*Config)) *bundle {
 	t.Helper()
 	b := &bundle{etcd: etcd, runner: newTestRunner(), srv: newResultServer(t)}
 	b.cfg = Config{
@@ -297,7 +297,7 @@ func setupWith(t *testing.T, etcd *clientv3.Client, mutate func(*Config)) *bundl
 
 // putLeader writes the leader key of term testTerm, as the trigger leader
 // claims it before dispatching (kept if another test on this etcd wrote it).
-func putLeader(t *testing.T, etcd *clientv3.Client, keys cluster.Keys) {
+func putLeader(t testing.TB, etcd *clientv3.Client, keys cluster.Keys) {
 	t.Helper()
 	leader := keys.Leader()
 	_, err := etcd.Txn(t.Context()).If(clientv3.Compare(clientv3.CreateRevision(leader), "=", 0)).
@@ -312,14 +312,14 @@ const testTerm = 1
 var testRing, _ = cluster.KeyringFromTokens("node-secret")
 
 // seal signs body (JSON) for key under testTerm, as a server does.
-func seal(t *testing.T, key, body string) string {
+func seal(t testing.TB, key, body string) string {
 	t.Helper()
 	v, err := testRing.Seal(key, testTerm, []byte(body))
 	require.NoError(t, err)
 	return string(v)
 }
 
-func (b *bundle) newAgent(t *testing.T) *Agent {
+func (b *bundle) newAgent(t testing.TB) *Agent {
 	t.Helper()
 	a, err := New(b.cfg, b.etcd, b.runner)
 	require.NoError(t, err)
@@ -327,12 +327,12 @@ func (b *bundle) newAgent(t *testing.T) *Agent {
 	return a
 }
 
-func (b *bundle) start(t *testing.T) {
+func (b *bundle) start(t testing.TB) {
 	t.Helper()
 	require.NoError(t, b.agent.Start(t.Context()))
 }
 
-func dispatchValue(t *testing.T, fireID, handler, params string, timeoutSeconds int) string {
+func dispatchValue(t testing.TB, fireID, handler, params string, timeoutSeconds int) string {
 	t.Helper()
 	jobID, err := cluster.JobIDOfFire(fireID)
 	require.NoError(t, err)
@@ -387,7 +387,7 @@ func (b *bundle) runKeyExists(t *testing.T, fireID string) bool {
 }
 
 // runKeyCount counts the node's run keys (-1 on an etcd error).
-func (b *bundle) runKeyCount(t *testing.T) int64 {
+func (b *bundle) runKeyCount(t testing.TB) int64 {
 	resp, err := b.etcd.Get(t.Context(), b.cfg.Keys.RunPrefix(b.cfg.UUID), clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		return -1

@@ -2,6 +2,9 @@ package agent
 
 import (
 	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -19,7 +22,10 @@ import (
 func (a *Agent) intake(ctx context.Context) {
 	defer close(a.intakeDone)
 	prefix := a.cfg.Keys.RunPrefix(a.cfg.UUID)
-	var bo backoff
+	var (
+		bo  backoff
+		kvs []*mvccpb.KeyValue
+	)
 	for ctx.Err() == nil {
 		resp, err := a.etcd.Get(ctx, prefix, clientv3.WithPrefix())
 		if err != nil {
@@ -29,10 +35,8 @@ func (a *Agent) intake(ctx context.Context) {
 			}
 			continue
 		}
-		for _, kv := range resp.Kvs {
-			if !a.accept(ctx, kv) {
-				return
-			}
+		if !a.acceptAll(ctx, resp.Kvs) {
+			return
 		}
 		wch := a.etcd.Watch(clientv3.WithRequireLeader(ctx), prefix,
 			clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
@@ -42,13 +46,14 @@ func (a *Agent) intake(ctx context.Context) {
 				break
 			}
 			bo.reset()
+			kvs = kvs[:0]
 			for _, ev := range wresp.Events {
-				if ev.Type != clientv3.EventTypePut {
-					continue
+				if ev.Type == clientv3.EventTypePut {
+					kvs = append(kvs, ev.Kv)
 				}
-				if !a.accept(ctx, ev.Kv) {
-					return
-				}
+			}
+			if !a.acceptAll(ctx, kvs) {
+				return
 			}
 		}
 		if ctx.Err() == nil {
@@ -56,6 +61,52 @@ func (a *Agent) intake(ctx context.Context) {
 		}
 	}
 }
+
+// acceptAll accepts the fires of one listing or watch response. The fires
+// are sharded by job id over up to GOMAXPROCS goroutines, each accepting its
+// shard in order, so the fires of one job are admitted in dispatch order
+// (the block strategies depend on it) while the verification, decoding and
+// admission of different jobs' fires overlap: the last fire of a large
+// batch does not wait for every check before it. It returns when every
+// fire was accepted (or ctx ended), so responses are still taken one after
+// the other; false when ctx ended first.
+func (a *Agent) acceptAll(ctx context.Context, kvs []*mvccpb.KeyValue) bool {
+	workers := min(runtime.GOMAXPROCS(0), len(kvs)/minIntakeShard)
+	if workers <= 1 {
+		for _, kv := range kvs {
+			if !a.accept(ctx, kv) {
+				return false
+			}
+		}
+		return true
+	}
+	shards := make([][]*mvccpb.KeyValue, workers)
+	for _, kv := range kvs {
+		job, _ := cluster.JobIDOfFire(cluster.LastSegment(string(kv.Key))) // a malformed id goes to shard 0
+		i := uint64(job) % uint64(workers)
+		shards[i] = append(shards[i], kv)
+	}
+	var (
+		wg      sync.WaitGroup
+		stopped atomic.Bool
+	)
+	for _, shard := range shards {
+		wg.Go(func() {
+			for _, kv := range shard {
+				if stopped.Load() || !a.accept(ctx, kv) {
+					stopped.Store(true)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return !stopped.Load()
+}
+
+// minIntakeShard is the fewest fires per intake goroutine: smaller
+// responses are accepted by the intake goroutine alone.
+const minIntakeShard = 16
 
 // accept verifies one dispatch (trust.Guard: signature and term), decodes
 // it and starts it unless this process already has it. A refused record is

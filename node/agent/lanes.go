@@ -109,7 +109,7 @@ func (a *Agent) unadmit(e *execution) {
 		if len(ln.waiting) == 0 {
 			delete(a.lanes, e.d.Job.JobID)
 		} else {
-			ln.cur = nil // cannot happen: intake admits one fire at a time
+			ln.cur = nil // cannot happen: intake admits the fires of a job one at a time
 		}
 	}
 	e.cancel(nil)

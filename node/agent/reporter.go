@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -21,6 +22,10 @@ import (
 
 // ResultsPath is the server endpoint results are posted to.
 const ResultsPath = "/api/v1/internal/results"
+
+// reportStartQuiet is how long after the last start on the node a due
+// delivery is sent (see reporter.lastStart).
+const reportStartQuiet = 20 * time.Millisecond
 
 // stockMaxTxnOps is etcd's default --max-txn-ops.
 const stockMaxTxnOps = 128
@@ -57,6 +62,9 @@ type reporter struct {
 	spoolAcks int
 	spool     *spool.Spool
 	closed    bool
+	// spooled tells enqueue, before it takes mu, whether to encode the
+	// result for the spool.
+	spooled atomic.Bool
 
 	notify chan struct{} // something was queued
 	kick   chan struct{} // a full batch is queued
@@ -65,12 +73,28 @@ type reporter struct {
 	// goroutine that flushes touches it.
 	preferred int
 
+	// lastStart is when (unix ns) a fire last started on this node. A
+	// delivery waits until no fire started for startQuiet, for at most
+	// maxDefer, so posting results (SQL on the server) and deleting run
+	// keys (an etcd txn) do not compete with a tick's batch of starts; the
+	// batch sent afterwards is larger.
+	lastStart  atomic.Int64
+	startQuiet time.Duration
+	maxDefer   time.Duration
+
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// enqueue queues a result for delivery.
+// enqueue queues a result for delivery. The result is encoded for the
+// spool before taking mu, and mu is never held across an fsync (see
+// syncSpool), so a finishing run does not wait for the disk.
 func (r *reporter) enqueue(res cluster.RunResult) {
+	var line []byte
+	var encErr error
+	if r.spooled.Load() {
+		line, encErr = spool.Encode(res)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -79,7 +103,14 @@ func (r *reporter) enqueue(res cluster.RunResult) {
 	}
 	r.queue = append(r.queue, res)
 	if r.spool != nil {
-		if err := r.spool.Append(res); err != nil {
+		err := encErr
+		if err == nil && line == nil { // the spool was set after the check above
+			line, err = spool.Encode(res)
+		}
+		if err == nil {
+			err = r.spool.AppendEncoded(line)
+		}
+		if err != nil {
 			r.dropSpoolLocked(err)
 		}
 	}
@@ -109,7 +140,14 @@ func signal(ch chan struct{}) {
 func (r *reporter) dropSpoolLocked(err error) {
 	r.log.Error("agent: result spool failed; keeping results in memory only", "error", err)
 	_ = r.spool.Close()
-	r.spool = nil
+	r.setSpoolLocked(nil)
+}
+
+// setSpoolLocked sets the spool (nil: none). Caller holds mu, or has the
+// only reference.
+func (r *reporter) setSpoolLocked(sp *spool.Spool) {
+	r.spool = sp
+	r.spooled.Store(sp != nil)
 }
 
 func (r *reporter) start(ctx context.Context) {
@@ -124,10 +162,11 @@ func (r *reporter) start(ctx context.Context) {
 func (r *reporter) loop(ctx context.Context) {
 	defer close(r.done)
 	var (
-		timer   = time.NewTimer(time.Hour)
-		armed   bool
-		bo      backoff
-		failing bool
+		timer     = time.NewTimer(time.Hour)
+		armed     bool
+		bo        backoff
+		failing   bool
+		deferring time.Time // when the due delivery was first held back for starts
 	)
 	timer.Stop()
 	defer timer.Stop()
@@ -155,6 +194,15 @@ func (r *reporter) loop(ctx context.Context) {
 		case <-timer.C:
 		}
 		armed = false
+		now := time.Now()
+		if wait := r.holdFor(now, deferring); wait > 0 {
+			if deferring.IsZero() {
+				deferring = now
+			}
+			arm(wait)
+			continue
+		}
+		deferring = time.Time{}
 		if r.flush(ctx) {
 			failing = false
 			bo.reset()
@@ -166,6 +214,30 @@ func (r *reporter) loop(ctx context.Context) {
 		failing = true
 		arm(bo.next())
 	}
+}
+
+// started notes that a fire started now (see lastStart).
+func (r *reporter) started(now time.Time) { r.lastStart.Store(now.UnixNano()) }
+
+// holdFor returns how long a due delivery should still wait for the
+// node's starts to go quiet: 0 when no fire started within startQuiet, or
+// when the delivery was first held at deferring, maxDefer ago or more.
+func (r *reporter) holdFor(now, deferring time.Time) time.Duration {
+	if r.startQuiet <= 0 {
+		return 0
+	}
+	quiet := r.startQuiet - now.Sub(time.Unix(0, r.lastStart.Load()))
+	if quiet <= 0 {
+		return 0
+	}
+	if !deferring.IsZero() {
+		left := r.maxDefer - now.Sub(deferring)
+		if left <= 0 {
+			return 0
+		}
+		quiet = min(quiet, left)
+	}
+	return quiet
 }
 
 // pending reports whether results or deletions are waiting.
@@ -227,14 +299,32 @@ func approxSize(res *cluster.RunResult) int {
 	return 400 + len(res.Output) + len(res.Message) + len(res.FireID) + len(res.Node)
 }
 
+// syncSpool makes every result queued so far durable. Under mu it only
+// hands the spool's buffer to the file; the fsync runs without mu, so
+// results keep being queued meanwhile (the next sync covers them: one fsync
+// per delivery attempt, whatever the number of results). Only the loop's
+// goroutine (or stop, after the loop ended) calls it, never concurrently
+// with the spool's Ack.
 func (r *reporter) syncSpool() error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.spool == nil {
+	sp := r.spool
+	if sp == nil {
+		r.mu.Unlock()
 		return nil
 	}
-	if err := r.spool.Sync(); err != nil {
+	fsync, err := sp.Flush()
+	if err != nil {
 		r.dropSpoolLocked(err)
+		r.mu.Unlock()
+		return err
+	}
+	r.mu.Unlock()
+	if err := fsync(); err != nil {
+		r.mu.Lock()
+		if r.spool == sp { // not dropped by enqueue meanwhile
+			r.dropSpoolLocked(err)
+		}
+		r.mu.Unlock()
 		return err
 	}
 	return nil
@@ -374,6 +464,6 @@ func (r *reporter) stop(ctx context.Context) {
 		if err := r.spool.Close(); err != nil {
 			r.log.Error("agent: closing result spool", "error", err)
 		}
-		r.spool = nil
+		r.setSpoolLocked(nil)
 	}
 }

@@ -50,6 +50,7 @@ func (a *Agent) run(e *execution) {
 	defer e.out.Close()
 
 	started := time.Now().UTC()
+	a.reporter.started(started)
 	a.cfg.Metrics.ObserveLateness(metrics.StageStarted, started.Sub(d.ScheduledAt))
 	a.cfg.Metrics.RunStarted(d.Job.Handler)
 	finalStatus := cluster.StatusFailed // unless the fire ends normally

@@ -150,32 +150,70 @@ func (s *Spool) Pending() int { return s.pending }
 // next Sync.
 func (s *Spool) Append(results ...cluster.RunResult) error {
 	for _, r := range results {
-		b, err := json.Marshal(r)
+		b, err := Encode(r)
 		if err != nil {
-			return fmt.Errorf("spool: encode result %s: %w", r.FireID, err)
-		}
-		if err := s.write('R', b); err != nil {
 			return err
 		}
-		s.pending++
+		if err := s.AppendEncoded(b); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// Encode encodes a result for AppendEncoded. It touches no Spool, so the
+// owner can encode before taking the lock it serialises calls with.
+func Encode(r cluster.RunResult) ([]byte, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("spool: encode result %s: %w", r.FireID, err)
+	}
+	return b, nil
+}
+
+// AppendEncoded queues one result encoded by Encode at the end of the log.
+func (s *Spool) AppendEncoded(b []byte) error {
+	if err := s.write('R', b); err != nil {
+		return err
+	}
+	s.pending++
 	return nil
 }
 
 // Sync makes every appended line durable (flush and fsync). It does nothing
 // when nothing was written since the last Sync.
 func (s *Spool) Sync() error {
+	fsync, err := s.Flush()
+	if err != nil {
+		return err
+	}
+	if err := fsync(); err != nil {
+		s.dirty = true
+		return err
+	}
+	return nil
+}
+
+// Flush hands every appended line to the file (write(2)) and returns the
+// fsync that makes them durable. The fsync may run without the owner's
+// lock while further lines are appended (group commit: it covers what was
+// flushed, and possibly more); the owner must not call Ack, Close or
+// Flush until it returned, since they may replace or close the file.
+func (s *Spool) Flush() (fsync func() error, err error) {
 	if !s.dirty {
-		return nil
+		return func() error { return nil }, nil
 	}
 	if err := s.w.Flush(); err != nil {
-		return fmt.Errorf("spool: write %s: %w", s.path, err)
-	}
-	if err := s.f.Sync(); err != nil {
-		return fmt.Errorf("spool: fsync %s: %w", s.path, err)
+		return nil, fmt.Errorf("spool: write %s: %w", s.path, err)
 	}
 	s.dirty = false
-	return nil
+	f, path := s.f, s.path
+	return func() error {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("spool: fsync %s: %w", path, err)
+		}
+		return nil
+	}, nil
 }
 
 // Ack records that the first n pending results were delivered. When nothing

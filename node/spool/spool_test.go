@@ -110,3 +110,35 @@ func TestAckMoreThanPendingFails(t *testing.T) {
 	require.NoError(t, s.Append(results(0, 1)...))
 	require.Error(t, s.Ack(2))
 }
+
+// TestFlushThenFsyncOutsideTheOwnersLock: Flush hands what was appended to
+// the file; appends may go on before the returned fsync runs, and the
+// next Sync covers them.
+func TestFlushThenFsyncOutsideTheOwnersLock(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, _, err := Open(dir, nil)
+	require.NoError(t, err)
+	for _, r := range results(0, 3) {
+		b, err := Encode(r)
+		require.NoError(t, err)
+		require.NoError(t, s.AppendEncoded(b))
+	}
+	fsync, err := s.Flush()
+	require.NoError(t, err)
+	require.NoError(t, s.Append(results(3, 5)...)) // while the fsync would run
+	require.NoError(t, fsync())
+	_, inFile, err := Open(dir, nil) // what the file holds now
+	require.NoError(t, err)
+	require.Equal(t, fireIDs(results(0, 3)), fireIDs(inFile), "flushed lines are in the file, later ones still buffered")
+
+	require.NoError(t, s.Sync())
+	require.NoError(t, s.Close())
+	_, all, err := Open(dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, fireIDs(results(0, 5)), fireIDs(all))
+
+	nothing, err := s.Flush() // nothing written since: a no-op
+	require.NoError(t, err)
+	require.NoError(t, nothing())
+}

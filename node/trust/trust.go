@@ -75,6 +75,9 @@ type Guard struct {
 
 	mu    sync.Mutex
 	fence fenceView
+	// reading is closed when the leader key read in progress ends; nil
+	// when none is.
+	reading chan struct{}
 }
 
 // fenceView is the leader key as read at revision readRev.
@@ -118,27 +121,9 @@ func (g *Guard) Open(ctx context.Context, kv *mvccpb.KeyValue) ([]byte, uint64, 
 // checkTerm judges a record of term written at etcd revision modRev
 // against the leader key at that revision.
 func (g *Guard) checkTerm(ctx context.Context, term uint64, modRev int64) error {
-	g.mu.Lock()
-	f := g.fence
-	g.mu.Unlock()
-	if !f.read || modRev > f.readRev {
-		resp, err := g.cfg.Etcd.Get(ctx, g.cfg.Keys.Leader())
-		if err != nil {
-			return fmt.Errorf("trust: read the leader key: %w", err)
-		}
-		f = fenceView{read: true, readRev: resp.Header.Revision}
-		if len(resp.Kvs) > 0 {
-			t, _, err := cluster.ParseLeaderValue(string(resp.Kvs[0].Value))
-			if err != nil {
-				return fmt.Errorf("trust: %w", err)
-			}
-			f.exists, f.term, f.rev = true, t, resp.Kvs[0].ModRevision
-		}
-		g.mu.Lock()
-		if f.readRev >= g.fence.readRev {
-			g.fence = f
-		}
-		g.mu.Unlock()
+	f, err := g.fenceFor(ctx, modRev)
+	if err != nil {
+		return err
 	}
 	switch {
 	case !f.exists:
@@ -157,6 +142,59 @@ func (g *Guard) checkTerm(ctx context.Context, term uint64, modRev int64) error 
 		}
 	}
 	return nil
+}
+
+// fenceFor returns a view of the leader key read at modRev or later. When
+// the cached view is older it reads the key again; concurrent callers (the
+// intake checks the fires of one watch response in parallel) share one
+// read rather than each sending their own.
+func (g *Guard) fenceFor(ctx context.Context, modRev int64) (fenceView, error) {
+	for {
+		g.mu.Lock()
+		f := g.fence
+		if f.read && modRev <= f.readRev {
+			g.mu.Unlock()
+			return f, nil
+		}
+		if ch := g.reading; ch != nil {
+			g.mu.Unlock()
+			select {
+			case <-ch:
+				continue // look again: the read may cover modRev, or have failed
+			case <-ctx.Done():
+				return fenceView{}, fmt.Errorf("trust: read the leader key: %w", ctx.Err())
+			}
+		}
+		ch := make(chan struct{})
+		g.reading = ch
+		g.mu.Unlock()
+		f, err := g.readFence(ctx)
+		g.mu.Lock()
+		g.reading = nil
+		if err == nil && f.readRev >= g.fence.readRev {
+			g.fence = f
+		}
+		g.mu.Unlock()
+		close(ch)
+		return f, err
+	}
+}
+
+// readFence reads the leader key.
+func (g *Guard) readFence(ctx context.Context) (fenceView, error) {
+	resp, err := g.cfg.Etcd.Get(ctx, g.cfg.Keys.Leader())
+	if err != nil {
+		return fenceView{}, fmt.Errorf("trust: read the leader key: %w", err)
+	}
+	f := fenceView{read: true, readRev: resp.Header.Revision}
+	if len(resp.Kvs) > 0 {
+		t, _, err := cluster.ParseLeaderValue(string(resp.Kvs[0].Value))
+		if err != nil {
+			return fenceView{}, fmt.Errorf("trust: %w", err)
+		}
+		f.exists, f.term, f.rev = true, t, resp.Kvs[0].ModRevision
+	}
+	return f, nil
 }
 
 // Refused reports whether err is a refusal (as opposed to a failure to

@@ -1,7 +1,9 @@
 // Package http is Cronix's built-in "http" handler: it sends one HTTP(S)
 // request per run and succeeds when the response status is expected (any
 // 2xx by default) and, optionally, the response body matches a regular
-// expression. The response body (up to 1 MiB) is the run's output.
+// expression. The response body (up to 1 MiB) is the run's output. Every
+// request names its fire in the X-Cronix-Fire-Id header (FireIDHeader),
+// and connections are kept alive and reused across runs.
 //
 // TLS certificates are verified unless a job turns that off. A Guard
 // refuses connections to loopback, link-local (including the cloud metadata
@@ -46,7 +48,17 @@ const (
 	maxRedirects = 10
 	dialTimeout  = 30 * time.Second
 	tlsTimeout   = 15 * time.Second
+	// maxIdle and maxIdlePerHost bound the idle keep-alive connections
+	// of each shared client; idleTimeout closes an idle one.
+	maxIdle        = 2048
+	maxIdlePerHost = 1024
+	idleTimeout    = 30 * time.Second
 )
+
+// FireIDHeader is the request header carrying the fire id (e.g.
+// "42-1764062400000", the same on every attempt of a fire), so a receiver
+// can recognise a repeated delivery.
+const FireIDHeader = "X-Cronix-Fire-Id"
 
 // Options configure the handler.
 type Options struct {
@@ -68,6 +80,12 @@ func OptionsFromEnv(getenv func(string) string) Options {
 
 type handler struct {
 	opts Options
+	// clients are shared by every run: [0] verifies TLS certificates, [1]
+	// does not (insecure_skip_verify). Each has one Transport with
+	// keep-alive and a bounded idle pool, so runs calling the same host
+	// reuse connections instead of dialling (and leaving a TIME_WAIT
+	// socket) per run. Every new connection goes through the Guard.
+	clients [2]*nethttp.Client
 }
 
 var _ pluginapi.Handler = (*handler)(nil)
@@ -81,7 +99,9 @@ func NewWithOptions(opts Options) pluginapi.Handler {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}
-	return &handler{opts: opts}
+	h := &handler{opts: opts}
+	h.clients[0], h.clients[1] = h.newClient(false), h.newClient(true)
+	return h
 }
 
 func (h *handler) Info(context.Context) (pluginapi.Info, error) {
@@ -140,9 +160,14 @@ func (h *handler) Run(ctx context.Context, req pluginapi.Request, out io.Writer)
 	if hreq.Header.Get("User-Agent") == "" {
 		hreq.Header.Set("User-Agent", "cronix-http/"+Version)
 	}
+	if req.FireID != "" {
+		hreq.Header.Set(FireIDHeader, req.FireID) // the same on every attempt: receivers can dedupe
+	}
 
-	client := h.client(p.InsecureSkipVerify)
-	defer client.CloseIdleConnections()
+	client := h.clients[0]
+	if p.InsecureSkipVerify {
+		client = h.clients[1]
+	}
 	start := time.Now()
 	resp, err := client.Do(hreq)
 	if err != nil {
@@ -174,9 +199,15 @@ func (h *handler) Run(ctx context.Context, req pluginapi.Request, out io.Writer)
 	return pluginapi.Result{Status: pluginapi.StatusSuccess, Message: resp.Status}, nil
 }
 
-// client builds a client whose every connection (redirects included) goes
-// through the guarded dialer, with no proxy.
-func (h *handler) client(insecure bool) *nethttp.Client {
+// newClient builds a client whose every new connection (redirects
+// included) goes through the guarded dialer, with no proxy. Connections are
+// kept alive and reused (up to maxIdlePerHost idle per host, closed after
+// idleTimeout); a pooled connection was checked by the Guard when it was
+// dialled, and goes to that checked address whatever the host's name
+// resolves to later. Runs of the same insecure setting share the client,
+// so a connection made without certificate verification never serves a
+// job that asks for it.
+func (h *handler) newClient(insecure bool) *nethttp.Client {
 	dialer := &net.Dialer{Timeout: dialTimeout, Control: h.opts.Guard.control}
 	transport := &nethttp.Transport{
 		Proxy:               nil,
@@ -184,7 +215,9 @@ func (h *handler) client(insecure bool) *nethttp.Client {
 		TLSHandshakeTimeout: tlsTimeout,
 		TLSClientConfig:     &tls.Config{InsecureSkipVerify: insecure}, //nolint:gosec // the job asked for it explicitly
 		ForceAttemptHTTP2:   true,
-		DisableKeepAlives:   true,
+		MaxIdleConns:        maxIdle,
+		MaxIdleConnsPerHost: maxIdlePerHost,
+		IdleConnTimeout:     idleTimeout,
 	}
 	return &nethttp.Client{
 		Transport: transport,

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	nethttp "net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -276,4 +278,96 @@ func TestConnectionRefusedIsRetryable(t *testing.T) {
 	_, _, err := run(t, loopbackOK(), map[string]any{"url": u})
 	require.Error(t, err)
 	require.True(t, pluginapi.IsRetryable(err), "%v", err)
+}
+
+// TestConnectionsAreReusedAndFireIDSent: runs calling one host share a
+// keep-alive connection instead of dialling each time, and every request
+// names its fire in X-Cronix-Fire-Id.
+func TestConnectionsAreReusedAndFireIDSent(t *testing.T) {
+	t.Parallel()
+	var (
+		conns atomic.Int32
+		mu    sync.Mutex
+		ids   []string
+	)
+	srv := httptest.NewUnstartedServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		mu.Lock()
+		ids = append(ids, r.Header.Get(FireIDHeader))
+		mu.Unlock()
+		_, _ = io.WriteString(w, "ok")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s nethttp.ConnState) {
+		if s == nethttp.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	h := loopbackOK()
+	params, err := json.Marshal(map[string]any{"url": srv.URL + "/x", "headers": map[string]string{FireIDHeader: "forged"}})
+	require.NoError(t, err)
+	for i := range 5 {
+		var out plugintest.Output
+		res, err := h.Run(t.Context(), pluginapi.Request{FireID: fmt.Sprintf("7-%d", 1000*i), JobID: 7, Params: params}, &out)
+		require.NoError(t, err)
+		require.Equal(t, pluginapi.StatusSuccess, res.Status, out.String())
+	}
+	require.Equal(t, int32(1), conns.Load(), "sequential runs to one host should reuse one connection")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"7-0", "7-1000", "7-2000", "7-3000", "7-4000"}, ids,
+		"the fire id header is the fire's, not a job header's")
+}
+
+// TestPooledConnectionDoesNotBypassTheGuard: a connection kept alive from
+// an earlier run does not let a later run's redirect, or a name resolving
+// to a refused address, past the Guard: both dial, and every dial is
+// checked.
+func TestPooledConnectionDoesNotBypassTheGuard(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if r.URL.Path == "/redirect" {
+			nethttp.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", nethttp.StatusFound)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	h := NewWithOptions(Options{Guard: Guard{AllowLoopback: true, AllowPrivate: true}})
+	for range 2 {
+		res, out, err := run(t, h, map[string]any{"url": srv.URL + "/ok"}) // leaves a pooled connection
+		require.NoError(t, err)
+		require.Equal(t, pluginapi.StatusSuccess, res.Status, out)
+		_, _, err = run(t, h, map[string]any{"url": srv.URL + "/redirect"})
+		require.ErrorContains(t, err, "refusing to connect to 169.254.169.254: link-local address")
+		require.True(t, pluginapi.IsPermanent(err))
+	}
+
+	// A handler without loopback: the same name is refused on every run
+	// (nothing refused is ever pooled).
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	strict := NewWithOptions(Options{})
+	for range 2 {
+		_, _, err := run(t, strict, map[string]any{"url": "http://localhost:" + port + "/ok"})
+		require.ErrorContains(t, err, "loopback address")
+	}
+}
+
+// TestInsecureConnectionsAreNotShared: a connection made without
+// certificate verification (insecure_skip_verify) is never reused for a
+// job that verifies.
+func TestInsecureConnectionsAreNotShared(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewTLSServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, _ *nethttp.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	h := loopbackOK()
+	res, out, err := run(t, h, map[string]any{"url": srv.URL, "insecure_skip_verify": true})
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.StatusSuccess, res.Status, out)
+	res, _, err = run(t, h, map[string]any{"url": srv.URL})
+	require.Error(t, err, "a verifying job must not get the insecure run's connection")
+	require.Equal(t, pluginapi.StatusFailed, res.Status)
+	require.ErrorContains(t, err, "certificate")
 }

@@ -42,16 +42,25 @@ const maxTimeoutSeconds = 86400
 const paramsSchema = `{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "title": "HTTP request",
+  "x-cronix-i18n": {"zh-CN": {"title": "HTTP 请求", "handler_description": "发送 HTTP(S) 请求；成功即返回期望的状态码（默认任意 2xx），并可要求响应体匹配一个正则表达式。"}},
   "type": "object",
   "properties": {
-    "method": {"type": "string", "title": "Method", "enum": ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"], "default": "GET"},
-    "url": {"type": "string", "title": "URL", "description": "Absolute http:// or https:// URL. Loopback, link-local (cloud metadata) and private addresses are refused unless the node allows them.", "pattern": "^[hH][tT][tT][pP][sS]?://"},
-    "headers": {"type": "object", "title": "Headers", "additionalProperties": {"type": "string"}},
-    "body": {"type": "string", "title": "Body", "x-cronix-widget": "code"},
-    "expected_status": {"type": "array", "title": "Expected status codes", "description": "Status codes that mean success (default: any 2xx).", "items": {"type": "integer", "minimum": 100, "maximum": 599}},
-    "body_regex": {"type": "string", "title": "Body must match", "description": "Regular expression (Go RE2 syntax) the response body must match."},
-    "insecure_skip_verify": {"type": "boolean", "title": "Skip TLS verification", "default": false},
-    "timeout_seconds": {"type": "integer", "title": "Request timeout (s)", "description": "0 = only the job's timeout.", "minimum": 0, "maximum": 86400}
+    "method": {"type": "string", "title": "Method", "enum": ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"], "default": "GET",
+      "x-cronix-i18n": {"zh-CN": {"title": "请求方法"}}},
+    "url": {"type": "string", "title": "URL", "description": "Absolute http:// or https:// URL. Loopback, link-local (cloud metadata) and private addresses are refused unless the node allows them.", "pattern": "^[hH][tT][tT][pP][sS]?://",
+      "x-cronix-i18n": {"zh-CN": {"title": "URL", "description": "以 http:// 或 https:// 开头的绝对 URL。除非节点允许，回环、链路本地（云元数据）和私有地址会被拒绝。"}}},
+    "headers": {"type": "object", "title": "Headers", "additionalProperties": {"type": "string"},
+      "x-cronix-i18n": {"zh-CN": {"title": "请求头"}}},
+    "body": {"type": "string", "title": "Body", "x-cronix-widget": "code",
+      "x-cronix-i18n": {"zh-CN": {"title": "请求体"}}},
+    "expected_status": {"type": "array", "title": "Expected status codes", "description": "Status codes that mean success (default: any 2xx).", "items": {"type": "integer", "minimum": 100, "maximum": 599},
+      "x-cronix-i18n": {"zh-CN": {"title": "期望的状态码", "description": "表示成功的状态码（默认：任意 2xx）。"}}},
+    "body_regex": {"type": "string", "title": "Body must match", "description": "Regular expression (Go RE2 syntax) the response body must match.",
+      "x-cronix-i18n": {"zh-CN": {"title": "响应体须匹配", "description": "响应体必须匹配的正则表达式（Go RE2 语法）。"}}},
+    "insecure_skip_verify": {"type": "boolean", "title": "Skip TLS verification", "default": false,
+      "x-cronix-i18n": {"zh-CN": {"title": "跳过 TLS 校验"}}},
+    "timeout_seconds": {"type": "integer", "title": "Request timeout (s)", "description": "0 = only the job's timeout.", "minimum": 0, "maximum": 86400,
+      "x-cronix-i18n": {"zh-CN": {"title": "请求超时（秒）", "description": "0 表示只受任务超时限制。"}}}
   },
   "required": ["url"],
   "additionalProperties": false

@@ -32,6 +32,7 @@ var namedInterpreters = []string{"sh", "bash", "python3"}
 const paramsSchema = `{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "title": "Shell script",
+  "x-cronix-i18n": {"zh-CN": {"title": "Shell 脚本", "handler_description": "用 sh、bash、python3 或其他解释器运行脚本；退出码 0 表示成功。"}},
   "type": "object",
   "properties": {
     "script": {
@@ -39,13 +40,15 @@ const paramsSchema = `{
       "title": "Script",
       "description": "The script to run. Its stdout and stderr are the run's output; exit code 0 is success.",
       "minLength": 1,
-      "x-cronix-widget": "code"
+      "x-cronix-widget": "code",
+      "x-cronix-i18n": {"zh-CN": {"title": "脚本", "description": "要运行的脚本。其标准输出和标准错误即运行的输出；退出码 0 表示成功。"}}
     },
     "interpreter": {
       "type": "string",
       "title": "Interpreter",
       "description": "sh, bash, python3, or an absolute path to an interpreter that takes the script file as its argument.",
       "default": "sh",
+      "x-cronix-i18n": {"zh-CN": {"title": "解释器", "description": "sh、bash、python3，或一个以脚本文件为参数的解释器的绝对路径。"}},
       "anyOf": [
         {"enum": ["sh", "bash", "python3"]},
         {"pattern": "^/"}
@@ -55,6 +58,7 @@ const paramsSchema = `{
       "type": "object",
       "title": "Environment",
       "description": "Extra environment variables for the script. CRONIX_FIRE_ID, CRONIX_JOB_ID, CRONIX_JOB_NAME, CRONIX_SCHEDULED_AT, CRONIX_ATTEMPT, CRONIX_SHARD_INDEX and CRONIX_SHARD_TOTAL are always set.",
+      "x-cronix-i18n": {"zh-CN": {"title": "环境变量", "description": "脚本的额外环境变量。CRONIX_FIRE_ID、CRONIX_JOB_ID、CRONIX_JOB_NAME、CRONIX_SCHEDULED_AT、CRONIX_ATTEMPT、CRONIX_SHARD_INDEX 和 CRONIX_SHARD_TOTAL 总会设置。"}},
       "additionalProperties": {"type": "string"},
       "propertyNames": {"pattern": "^[^=\u0000]+$"}
     }

@@ -40,9 +40,18 @@ type scanner struct {
 	s      *Service
 	cursor scanCursor
 	jobs   map[int64]*jobState
-	seen   map[string]time.Time // fire id → updated_at of runs handled within the overlap
-	missed map[string]bool      // fire ids already raised as undispatched
-	undisp int64                // id cursor of the undispatched-runs query
+	seen   map[int64]time.Time // run id → updated_at of runs handled within the overlap
+	missed map[string]bool     // fire ids already raised as undispatched
+	undisp int64               // id cursor of the undispatched-runs query
+	// overlapAt is when a pass last re-read the overlap (wall clock: it
+	// paces passes, it is not compared with run times).
+	overlapAt time.Time
+}
+
+// overlapEvery is how often a pass re-reads the overlap: half of it, but
+// not less often than every pass.
+func (sc *scanner) overlapEvery() time.Duration {
+	return max(sc.s.cfg.Overlap/2, sc.s.cfg.ScanInterval)
 }
 
 // RunScanner raises run events while this replica leads: it reads the runs
@@ -53,7 +62,7 @@ type scanner struct {
 // leadership is gained and cancel ctx when it is lost; it returns when ctx
 // is done.
 func (s *Service) RunScanner(ctx context.Context) {
-	sc := &scanner{s: s, jobs: map[int64]*jobState{}, seen: map[string]time.Time{}, missed: map[string]bool{}}
+	sc := &scanner{s: s, jobs: map[int64]*jobState{}, seen: map[int64]time.Time{}, missed: map[string]bool{}}
 	for ctx.Err() == nil {
 		err := sc.load(ctx)
 		if err == nil {
@@ -103,10 +112,16 @@ func (sc *scanner) load(ctx context.Context) error {
 	return nil
 }
 
-// pass reads the runs that became terminal since the cursor, less
-// Overlap, and raises the events of those not seen yet. The overlap covers
-// transactions that commit well after they stamped updated_at (a writer
-// queued on a lock); runs seen already are skipped by fire id.
+// pass reads the runs that became terminal since the cursor and raises
+// their events; every overlapEvery it starts Overlap plus overlapEvery
+// before the cursor instead, and raises the events of the runs there not
+// seen yet. The overlap covers transactions that commit well after they
+// stamped updated_at (a writer queued on a lock); runs seen already are
+// skipped by id. The runs are read in two steps so that a pass costs in
+// proportion to the runs it has not seen: their keys (id, updated_at) from
+// an index only, then the few columns that tell whether a run can raise
+// anything, for the unseen ones only; a run's other columns and output are
+// read only when it raises an event.
 func (sc *scanner) pass(ctx context.Context) error {
 	set, err := sc.s.Settings(ctx)
 	if err != nil {
@@ -114,29 +129,46 @@ func (sc *scanner) pass(ctx context.Context) error {
 	}
 	now := sc.s.cfg.Now()
 	until := now.Add(-sc.s.cfg.Settle)
-	lo := sc.cursor.At.Add(-sc.s.cfg.Overlap)
-	page := scanCursor{At: lo}
+	// The overlap is re-read every overlapEvery (and on the first pass of a
+	// term), from far enough back that a run stamped up to Overlap before
+	// the cursor of any pass in between is read; other passes start at the
+	// cursor.
+	every := sc.overlapEvery()
+	lo := sc.cursor.At.Add(-sc.s.cfg.Overlap - every)
+	page := sc.cursor
+	if sc.overlapAt.IsZero() || time.Since(sc.overlapAt) >= every {
+		page, sc.overlapAt = scanCursor{At: lo}, time.Now()
+	}
 	latest := sc.cursor
 	for {
-		runs, err := sc.s.cfg.Store.TerminalRunsSince(ctx, page.At, page.ID, until, scanBatch)
+		keys, err := sc.s.cfg.Store.TerminalRunKeysSince(ctx, page.At, page.ID, until, scanBatch)
+		if err != nil {
+			return err
+		}
+		var fresh []int64
+		for _, k := range keys {
+			page = scanCursor{At: k.UpdatedAt, ID: k.ID}
+			if _, ok := sc.seen[k.ID]; !ok {
+				fresh = append(fresh, k.ID)
+			}
+		}
+		// Terminal runs never change, so the heads are those of the keys
+		// (less any run deleted in between), in the same order.
+		runs, err := sc.s.cfg.Store.TerminalRunHeads(ctx, fresh)
 		if err != nil {
 			return err
 		}
 		for i := range runs {
 			r := &runs[i]
-			page = scanCursor{At: r.UpdatedAt, ID: r.ID}
-			if _, ok := sc.seen[r.FireID]; ok {
-				continue
-			}
 			if err := sc.run(ctx, set, r); err != nil {
 				return err
 			}
-			sc.seen[r.FireID] = r.UpdatedAt
+			sc.seen[r.ID] = r.UpdatedAt
 			if latest.before(r.UpdatedAt, r.ID) {
-				latest = page
+				latest = scanCursor{At: r.UpdatedAt, ID: r.ID}
 			}
 		}
-		if len(runs) < scanBatch {
+		if len(keys) < scanBatch {
 			break
 		}
 	}
@@ -183,24 +215,44 @@ func (sc *scanner) undispatched(ctx context.Context, before time.Time) error {
 	}
 }
 
-// run raises the events of one terminal run.
+// run raises the events of one terminal run. r holds the columns of
+// store.TerminalRunHeads; the rest is read (full) only when an event is
+// raised, so a success of a job that is not failing costs no read.
 func (sc *scanner) run(ctx context.Context, set Settings, r *store.Run) error {
+	loaded := false
+	full := func() error {
+		if loaded {
+			return nil
+		}
+		f, err := sc.s.cfg.Store.RunByFireID(ctx, r.FireID)
+		if err != nil {
+			return fmt.Errorf("alert: read run %s: %w", r.FireID, err)
+		}
+		*r, loaded = *f, true
+		return nil
+	}
 	if r.DispatchedAt != nil && !r.ScheduledAt.IsZero() && r.Trigger == cluster.TriggerSchedule &&
 		r.DispatchedAt.Sub(r.ScheduledAt) > time.Duration(set.MissedThreshold) {
+		if err := full(); err != nil {
+			return err
+		}
 		msg := fmt.Sprintf("fire due at %s was dispatched %s late", r.ScheduledAt.UTC().Format(time.RFC3339),
 			r.DispatchedAt.Sub(r.ScheduledAt).Round(time.Millisecond))
-		if _, err := sc.s.raise(ctx, runEvent(KindScheduleMissed, r, msg), ""); err != nil {
+		if _, err := sc.s.raise(ctx, runEvent(KindScheduleMissed, withoutOutput(r), msg), ""); err != nil {
 			return err
 		}
 	}
 	var kind string
 	switch r.Status {
 	case cluster.StatusSuccess:
-		return sc.success(ctx, r)
+		return sc.success(ctx, r, full)
 	case cluster.StatusSkipped:
 		kind = KindScheduleMissed
 	case cluster.StatusFailed:
 		kind = KindRunFailed
+		if err := full(); err != nil { // Node is not in the head
+			return err
+		}
 		if r.Node == "" && r.DispatchedAt == nil {
 			kind = KindScheduleMissed // never dispatched: no node could take it
 		}
@@ -222,7 +274,7 @@ func (sc *scanner) run(ctx context.Context, set Settings, r *store.Run) error {
 	default:
 		return nil
 	}
-	if err := sc.fillOutput(ctx, r); err != nil {
+	if err := full(); err != nil {
 		return err
 	}
 	ev := runEvent(kind, r, r.Message)
@@ -248,18 +300,9 @@ func (sc *scanner) run(ctx context.Context, set Settings, r *store.Run) error {
 	return nil
 }
 
-// fillOutput reads the run's output, which TerminalRunsSince leaves out.
-func (sc *scanner) fillOutput(ctx context.Context, r *store.Run) error {
-	full, err := sc.s.cfg.Store.RunByFireID(ctx, r.FireID)
-	if err != nil {
-		return fmt.Errorf("alert: read run %s: %w", r.FireID, err)
-	}
-	r.Output = full.Output
-	return nil
-}
-
-// success raises job.recovered for the first success after failures.
-func (sc *scanner) success(ctx context.Context, r *store.Run) error {
+// success raises job.recovered for the first success after failures; full
+// reads the rest of the run when it does.
+func (sc *scanner) success(ctx context.Context, r *store.Run, full func() error) error {
 	st, err := sc.state(ctx, r.JobID)
 	if err != nil {
 		return err
@@ -267,12 +310,23 @@ func (sc *scanner) success(ctx context.Context, r *store.Run) error {
 	if !st.failing || !st.last.before(r.UpdatedAt, r.ID) {
 		return nil
 	}
-	ev := runEvent(KindJobRecovered, r, "first success after a failure streak")
+	if err := full(); err != nil {
+		return err
+	}
+	ev := runEvent(KindJobRecovered, withoutOutput(r), "first success after a failure streak")
 	if _, err := sc.s.raise(ctx, ev, ""); err != nil {
 		return err
 	}
 	st.failing, st.last = false, scanCursor{At: r.UpdatedAt, ID: r.ID}
 	return nil
+}
+
+// withoutOutput is r without its output: schedule.missed about a late
+// dispatch and job.recovered carry no output tail.
+func withoutOutput(r *store.Run) *store.Run {
+	c := *r
+	c.Output = ""
+	return &c
 }
 
 // state returns the job's episode state, read from its latest episode

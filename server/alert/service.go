@@ -30,7 +30,8 @@ type Store interface {
 	GetSetting(ctx context.Context, name string) (string, error)
 	PutSetting(ctx context.Context, name, value, updatedBy string) error
 	GetJob(ctx context.Context, id int64) (*store.Job, error)
-	TerminalRunsSince(ctx context.Context, since time.Time, afterID int64, until time.Time, limit int) ([]store.Run, error)
+	TerminalRunKeysSince(ctx context.Context, since time.Time, afterID int64, until time.Time, limit int) ([]store.ScanKey, error)
+	TerminalRunHeads(ctx context.Context, ids []int64) ([]store.Run, error)
 	UndispatchedRunsBefore(ctx context.Context, before time.Time, afterID int64, limit int) ([]store.Run, error)
 	RunByFireID(ctx context.Context, fireID string) (*store.Run, error)
 }

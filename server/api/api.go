@@ -41,6 +41,7 @@ type Store interface {
 
 	CreateJob(ctx context.Context, j *store.Job) error
 	GetJob(ctx context.Context, id int64) (*store.Job, error)
+	ChildJobIDs(ctx context.Context, jobIDs []int64) (map[int64][]int64, error)
 	UpdateJob(ctx context.Context, j *store.Job) error
 	DeleteJob(ctx context.Context, id int64) error
 	FindJobs(ctx context.Context, f store.JobFilter, p store.Page) ([]store.Job, int, error)
@@ -59,6 +60,11 @@ type Store interface {
 	ListRuns(ctx context.Context, jobID int64, p store.Page) ([]store.Run, int, error)
 	FindRuns(ctx context.Context, f store.RunFilter, p store.Page) ([]store.Run, int, error)
 	FindDailyReports(ctx context.Context, f store.DailyReportFilter, p store.Page) ([]store.DailyReport, int, error)
+
+	// The dashboard's figures and the job list's last runs (summary.go).
+	CountJobs(ctx context.Context, sc *store.Scope) (store.JobCounts, error)
+	CountRunsByStatus(ctx context.Context, f store.RunFilter) (map[string]int, error)
+	LastRuns(ctx context.Context, jobIDs []int64) (map[int64]store.LastRun, error)
 
 	versionStore
 	batchStore
@@ -293,6 +299,7 @@ func (s *server) routes() *mux.Router {
 	s.clusterRoutes(r, v1)    // cluster.go: replicas, leader, term, raft health
 	s.alertRoutes(r, v1)      // alerts.go: alert events, test send, alerting settings
 	s.reportRoutes(r, v1)     // reports.go: daily report
+	s.summaryRoutes(r, v1)    // summary.go: the dashboard's figures
 	s.userRoutes(r, v1)       // users.go: users and their group grants
 	s.tokenRoutes(r, v1)      // tokens.go: API tokens
 	s.auditRoutes(r, v1)      // audit.go: the audit log

@@ -482,11 +482,11 @@ func (s *server) listJobs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("list jobs: %w", err)
 	}
-	out := List[Job]{Items: make([]Job, 0, len(jobs)), Total: total, Page: p.Page, PageSize: p.PageSize}
-	for i := range jobs {
-		out.Items = append(out.Items, jobFromStore(&jobs[i]))
+	items, err := s.jobListItems(r.Context(), jobs)
+	if err != nil {
+		return fmt.Errorf("list jobs: %w", err)
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, List[JobListItem]{Items: items, Total: total, Page: p.Page, PageSize: p.PageSize})
 	return nil
 }
 

@@ -174,31 +174,34 @@ const maxTxnOps = 100
 // fireChildren asks the leader to fire the child jobs of every run that this
 // batch moved to success: one etcd transaction putting each child's once
 // key, requested by "parent:<fire id>". Runs that were already terminal
-// (a replayed report) are not in finished, so children fire once.
+// (a replayed report) are not in finished, so children fire once. The
+// parents' child lists are read with one query per batch, of the jobs that
+// have children.
 func (s *server) fireChildren(ctx context.Context, finished []store.Finished) error {
-	parents := map[int64]*store.Job{}
+	var parents []int64
+	seenJob := map[int64]bool{}
+	for _, f := range finished {
+		if f.Status == cluster.StatusSuccess && !seenJob[f.JobID] {
+			seenJob[f.JobID] = true
+			parents = append(parents, f.JobID)
+		}
+	}
+	if len(parents) == 0 {
+		return nil
+	}
+	children, err := s.store.ChildJobIDs(ctx, parents)
+	if err != nil {
+		return fmt.Errorf("read the child jobs of %d jobs: %w", len(parents), err)
+	}
+	if len(children) == 0 {
+		return nil
+	}
 	var ops []clientv3.Op
 	for _, f := range finished {
 		if f.Status != cluster.StatusSuccess {
 			continue
 		}
-		j, ok := parents[f.JobID]
-		if !ok {
-			var err error
-			j, err = s.store.GetJob(ctx, f.JobID)
-			if errors.Is(err, store.ErrNotFound) {
-				parents[f.JobID] = nil // deleted meanwhile
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("read job %d to fire its children: %w", f.JobID, err)
-			}
-			parents[f.JobID] = j
-		}
-		if j == nil {
-			continue
-		}
-		for _, child := range j.ChildJobIDs {
+		for _, child := range children[f.JobID] {
 			b, err := json.Marshal(cluster.OnceRequest{RequestedAt: s.now().UTC(), RequestedBy: "parent:" + f.FireID})
 			if err != nil {
 				return fmt.Errorf("encode once request: %w", err)

@@ -159,6 +159,9 @@ var Routes = map[string]Rule{
 	// Daily report (server/api/reports.go), filtered to the caller's groups.
 	"GET /api/v1/reports/daily": {Action: JobsRead},
 
+	// The dashboard's figures (server/api/summary.go), filtered to the caller's groups.
+	"GET /api/v1/stats/summary": {Action: JobsRead},
+
 	// Security events (server/api/security.go): nodes report refused
 	// records; admins read them.
 	"GET /api/v1/security/events": {Action: Admin},

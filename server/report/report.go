@@ -23,8 +23,10 @@
 // After the report, runs older than RunRetention are deleted and the output
 // of runs older than OutputRetention is emptied, terminal runs only, in
 // batches of RetentionBatch rows (one bounded SELECT of ids, one DELETE or
-// UPDATE by id) with RetentionPause between batches, so the trigger loop's
-// own writes interleave (SQLite has one writer), and at most
+// UPDATE by id) with a pause between batches (RetentionPause, or nine
+// times the last batch's duration when that is longer), so the trigger
+// loop's own writes interleave (SQLite has one writer) and retention takes
+// at most a tenth of the writer's time, and at most
 // RetentionMaxBatches batches per pass. Runs of a day whose report is not
 // final are never deleted: the report outlives the runs it counts.
 package report
@@ -383,22 +385,38 @@ func (s *Service) retain(ctx context.Context, open time.Time) error {
 	return nil
 }
 
+// retentionRest is how many times a batch's own duration retention rests
+// after it (at least RetentionPause): a batch holds SQLite's single write
+// lock for its duration, so retention takes at most a tenth of the
+// writer's time however slow the disk or large the rows, and the trigger
+// loop's inserts and the results' updates wait behind at most one batch.
+const retentionRest = 9
+
 // batches calls batch (which reports the rows it read and changed) until
 // it reads less than RetentionBatch or RetentionMaxBatches were made,
-// pausing RetentionPause in between, and returns the rows it changed.
+// pausing between batches (the longer of RetentionPause and retentionRest
+// times the last batch's duration), and returns the rows it changed.
 func (s *Service) batches(ctx context.Context, batch func() (read, changed int, err error)) (int, error) {
 	total := 0
+	var took time.Duration
 	for i := 0; i < s.cfg.RetentionMaxBatches; i++ {
-		if i > 0 && !pause(ctx, s.cfg.RetentionPause) {
+		if i > 0 && !pause(ctx, s.rest(took)) {
 			return total, ctx.Err()
 		}
+		began := time.Now()
 		read, changed, err := batch()
+		took = time.Since(began)
 		total += changed
 		if err != nil || read < s.cfg.RetentionBatch {
 			return total, err
 		}
 	}
 	return total, nil
+}
+
+// rest is the pause after a batch that took took.
+func (s *Service) rest(took time.Duration) time.Duration {
+	return max(s.cfg.RetentionPause, retentionRest*took)
 }
 
 func pause(ctx context.Context, d time.Duration) bool {

@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/cronix/cronix/cluster"
+	schema "github.com/cronix/cronix/sql"
 )
 
 // Delivery statuses of an AlertDelivery.
@@ -445,13 +446,89 @@ func (s *Store) PutSetting(ctx context.Context, name, value, updatedBy string) e
 // Output is not read (it is empty in the result): use RunByFireID.
 func (s *Store) TerminalRunsSince(ctx context.Context, since time.Time, afterID int64, until time.Time, limit int) ([]Run, error) {
 	var rows []runRow
-	err := s.db.NewSelect().Model(&rows).ExcludeColumn("output").
-		Where("(r.updated_at > ? OR (r.updated_at = ? AND r.id > ?))", utc(since), utc(since), afterID).
-		Where("r.updated_at <= ?", utc(until)).
-		Where("r.status IN (" + terminalList + ")").
-		OrderExpr("r.updated_at ASC, r.id ASC").Limit(int64(limit)).Scan(ctx)
+	q := s.db.NewSelect().Model(&rows).ModelTableExpr(s.scanTable()).ExcludeColumn("output")
+	err := terminalSince(q, since, afterID, until, limit).Scan(ctx)
 	if err != nil {
 		return nil, wrap(err, "list runs finished since %s", since.Format(time.RFC3339Nano))
+	}
+	out := make([]Run, len(rows))
+	for i := range rows {
+		out[i] = rows[i].domain()
+	}
+	return out, nil
+}
+
+// ScanKey is a run's place in the order of updated_at, then id (the alert
+// scanner's order).
+type ScanKey struct {
+	ID        int64     `bun:"id"`
+	UpdatedAt time.Time `bun:"updated_at"`
+}
+
+// TerminalRunKeysSince is TerminalRunsSince reading only the runs' keys:
+// it is a range scan of runs_updated_at_id_status_idx that reads no table
+// row, so re-reading runs already handled costs little.
+func (s *Store) TerminalRunKeysSince(ctx context.Context, since time.Time, afterID int64, until time.Time, limit int) ([]ScanKey, error) {
+	var keys []ScanKey
+	err := terminalSince(s.db.NewSelect().TableExpr(s.scanTable()).Column("r.id", "r.updated_at"), since, afterID, until, limit).
+		Scan(ctx, &keys)
+	if err != nil {
+		return nil, wrap(err, "list keys of runs finished since %s", since.Format(time.RFC3339Nano))
+	}
+	for i := range keys {
+		keys[i].UpdatedAt = keys[i].UpdatedAt.UTC()
+	}
+	return keys, nil
+}
+
+// scanTable is the runs table, as r, for the alert scanner's reads. SQLite
+// has no statistics (no ANALYZE) and would take "status IN (...)" on
+// runs_status_idx for the selective term, which reads every terminal run
+// of the table and sorts them: it is told the index. PostgreSQL and MySQL
+// plan from statistics.
+func (s *Store) scanTable() string {
+	if s.dialect == schema.SQLite {
+		return "runs AS r INDEXED BY runs_updated_at_id_status_idx"
+	}
+	return "runs AS r"
+}
+
+// terminalSince restricts q to the terminal runs after (since, afterID) and
+// not after until, in (updated_at, id) order. The bound "updated_at >=
+// since" comes first and alone, so that every dialect's planner starts the
+// index range there; the OR only filters the rows at since itself.
+func terminalSince(q *bun.SelectQuery, since time.Time, afterID int64, until time.Time, limit int) *bun.SelectQuery {
+	return q.Where("r.updated_at >= ?", utc(since)).
+		Where("r.updated_at <= ?", utc(until)).
+		Where("(r.updated_at > ? OR r.id > ?)", utc(since), afterID).
+		Where("r.status IN (" + terminalList + ")").
+		OrderExpr("r.updated_at ASC, r.id ASC").Limit(int64(limit))
+}
+
+// terminalRunHeads is the query of TerminalRunHeads: rows by primary key.
+func (s *Store) terminalRunHeads(rows *[]runRow, ids []int64) *bun.SelectQuery {
+	return s.db.NewSelect().Model(rows).Column(runHeadColumns...).
+		Where("r.id IN (?)", bun.List(ids)).
+		Where("r.status IN (" + terminalList + ")").
+		OrderExpr("r.updated_at ASC, r.id ASC")
+}
+
+// runHeadColumns are the columns TerminalRunHeads reads.
+var runHeadColumns = []string{"id", "fire_id", "job_id", "trigger", "status", "scheduled_at", "dispatched_at", "updated_at"}
+
+// TerminalRunHeads returns the runs with the given ids that are in a
+// terminal status, ordered by updated_at, then id, with only ID, FireID,
+// JobID, Trigger, Status, ScheduledAt, DispatchedAt and UpdatedAt read
+// (enough to tell whether a run can raise an alert; RunByFireID reads the
+// rest). Unknown ids are left out.
+func (s *Store) TerminalRunHeads(ctx context.Context, ids []int64) ([]Run, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var rows []runRow
+	err := s.terminalRunHeads(&rows, ids).Scan(ctx)
+	if err != nil {
+		return nil, wrap(err, "read %d finished runs", len(ids))
 	}
 	out := make([]Run, len(rows))
 	for i := range rows {

@@ -172,8 +172,53 @@ func runAlertSuite(t *testing.T, open func(t *testing.T) *store.Store) {
 		require.Len(t, after, 1)
 		require.Equal(t, got[1].ID, after[0].ID)
 
+		// The keys are the same runs in the same order; paging after the
+		// first key, and an until before the runs, narrow them.
+		keys, err := s.TerminalRunKeysSince(ctx, start, 0, time.Now().Add(time.Minute), 10)
+		require.NoError(t, err)
+		require.Len(t, keys, 2)
+		for i := range keys {
+			require.Equal(t, got[i].ID, keys[i].ID)
+			require.True(t, got[i].UpdatedAt.Equal(keys[i].UpdatedAt), "key %d: %s, run: %s", i, keys[i].UpdatedAt, got[i].UpdatedAt)
+		}
+		keys, err = s.TerminalRunKeysSince(ctx, got[0].UpdatedAt, got[0].ID, time.Now().Add(time.Minute), 10)
+		require.NoError(t, err)
+		require.Equal(t, []store.ScanKey{{ID: got[1].ID, UpdatedAt: got[1].UpdatedAt}}, keys)
+		keys, err = s.TerminalRunKeysSince(ctx, start, 0, start, 10)
+		require.NoError(t, err)
+		require.Empty(t, keys)
+		keys, err = s.TerminalRunKeysSince(ctx, start, 0, time.Now().Add(time.Minute), 1)
+		require.NoError(t, err)
+		require.Len(t, keys, 1, "limit")
+
+		// Heads: terminal runs only, in (updated_at, id) order, with the
+		// columns that decide whether a run raises an alert.
+		heads, err := s.TerminalRunHeads(ctx, []int64{got[1].ID, runIDOf(t, s, runs[0].FireID), got[0].ID, 1 << 40})
+		require.NoError(t, err)
+		require.Len(t, heads, 2, "the triggered run and the unknown id are left out")
+		for i, h := range heads {
+			require.Equal(t, got[i].ID, h.ID)
+			require.Equal(t, got[i].FireID, h.FireID)
+			require.Equal(t, j.ID, h.JobID)
+			require.Equal(t, got[i].Status, h.Status)
+			require.Equal(t, cluster.TriggerSchedule, h.Trigger)
+			require.True(t, got[i].ScheduledAt.Equal(h.ScheduledAt))
+			require.True(t, got[i].UpdatedAt.Equal(h.UpdatedAt))
+		}
+		none, err := s.TerminalRunHeads(ctx, nil)
+		require.NoError(t, err)
+		require.Empty(t, none)
+
 		und, err := s.UndispatchedRunsBefore(ctx, at.Add(3*time.Second), 0, 10)
 		require.NoError(t, err)
 		require.Len(t, und, 2, "runs 0 and 2 are triggered, undispatched and due before +3s")
 	})
+}
+
+// runIDOf is the id of the run with fireID.
+func runIDOf(t *testing.T, s *store.Store, fireID string) int64 {
+	t.Helper()
+	r, err := s.RunByFireID(testCtx(t), fireID)
+	require.NoError(t, err)
+	return r.ID
 }

@@ -16,6 +16,7 @@ const (
 	mysqlDupFieldName    = 1060
 	mysqlDupKeyName      = 1061
 	mysqlDupEntry        = 1062
+	mysqlCantDropKey     = 1091
 	mysqlLockWaitTimeout = 1205
 	mysqlDeadlock        = 1213
 )
@@ -79,12 +80,13 @@ func wrap(err error, format string, args ...any) error {
 }
 
 // isAlreadyApplied reports whether a MySQL DDL statement failed only because
-// the column or index it adds exists: the statement ran before (MySQL DDL is
-// not transactional, so a crashed migration may be re-run).
+// the column or index it adds exists, or the one it drops does not: the
+// statement ran before (MySQL DDL is not transactional, so a crashed
+// migration may be re-run).
 func isAlreadyApplied(err error) bool {
 	var myErr *mysql.MySQLError
 	if errors.As(err, &myErr) {
-		return myErr.Number == mysqlDupFieldName || myErr.Number == mysqlDupKeyName
+		return myErr.Number == mysqlDupFieldName || myErr.Number == mysqlDupKeyName || myErr.Number == mysqlCantDropKey
 	}
 	return false
 }

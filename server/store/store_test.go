@@ -113,3 +113,27 @@ func TestOpenRejectsBadDSN(t *testing.T) {
 		require.Nil(t, s, dsn)
 	}
 }
+
+// TestTerminalRunKeysPlan: the alert scanner's read of run keys is a range
+// of one covering index (no table rows, no scan from the table's start), so
+// a pass costs in proportion to the runs in its window, not to the table.
+func TestTerminalRunKeysPlan(t *testing.T) {
+	t.Parallel()
+	s := openDSN(t, "sqlite://"+filepath.Join(t.TempDir(), "cronix.db"))
+	plan, err := s.ExplainTerminalRunKeys(testCtx(t))
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		"SEARCH r USING COVERING INDEX runs_updated_at_id_status_idx (updated_at>? AND updated_at<?)",
+	}, plan)
+}
+
+// TestTerminalRunHeadsPlan: the scanner's read of unseen runs looks them up
+// by primary key.
+func TestTerminalRunHeadsPlan(t *testing.T) {
+	t.Parallel()
+	s := openDSN(t, "sqlite://"+filepath.Join(t.TempDir(), "cronix.db"))
+	plan, err := s.ExplainTerminalRunHeads(testCtx(t))
+	require.NoError(t, err)
+	require.NotEmpty(t, plan)
+	require.Equal(t, "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)", plan[0])
+}

@@ -32,6 +32,9 @@ func runSuite(t *testing.T, newDSN func(t *testing.T) string) {
 	runSecuritySuite(t, open)
 	runReportSuite(t, open)
 	runJobBatchSuite(t, open)
+	runSummarySuite(t, open)
+	runChildSuite(t, open)
+	runMigrationRerunSuite(t, newDSN)
 
 	t.Run("Migrations", func(t *testing.T) {
 		t.Parallel()

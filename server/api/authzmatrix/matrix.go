@@ -245,7 +245,7 @@ func (m *matrix) build(key, p, side string) (request, string) {
 			body: map[string]string{"old_password": pw, "new_password": fmt.Sprintf("new-password-%d", m.next())}}, tok
 	case "GET /api/v1/jobs", "GET /api/v1/runs", "GET /api/v1/groups", "GET /api/v1/nodes", "GET /api/v1/handlers",
 		"GET /api/v1/cluster", "GET /api/v1/users", "GET /api/v1/tokens", "GET /api/v1/audit", "GET /api/v1/security/events",
-		"GET /api/v1/reports/daily":
+		"GET /api/v1/reports/daily", "GET /api/v1/stats/summary":
 		return request{path: strings.TrimPrefix(key, "GET ")}, cred
 	case "GET /api/v1/schedules/preview":
 		return request{path: "/api/v1/schedules/preview?schedule=" + url.QueryEscape("@every 1m")}, cred

@@ -295,9 +295,25 @@ try {
   await page.getByRole('heading', { name: 'Nodes' }).waitFor();
   await page.locator('.ant-table-row').first().waitFor();
   await shot(page, 'nodes-en');
+  // The jobs table is one request per page: each row's next fire and last
+  // run come with the list (no per-row run or preview request).
+  const jobsPageRequests = [];
+  const countJobsRequests = (req) => {
+    const u = new URL(req.url());
+    if (u.pathname.startsWith('/api/v1/')) jobsPageRequests.push(u.pathname + u.search);
+  };
+  page.on('request', countJobsRequests);
   await nav(page, '/jobs');
   await page.getByRole('heading', { name: 'Jobs' }).waitFor();
   await page.locator('.ant-table-row', { hasText: 'e2e-hello' }).waitFor();
+  const helloRow = page.locator('.ant-table-row', { hasText: 'e2e-hello' });
+  await until('the row shows the next fire and the last run', async () =>
+    /\d{4}-\d\d-\d\d \d\d:\d\d:\d\d/.test(await helloRow.innerText()) && (await helloRow.locator('a[href^="/runs/"]').count()) === 1);
+  page.off('request', countJobsRequests);
+  const perRow = jobsPageRequests.filter((p) => /^\/api\/v1\/(jobs\/\d+\/runs|runs\?|schedules\/preview)/.test(p));
+  const listCalls = jobsPageRequests.filter((p) => p.startsWith('/api/v1/jobs?'));
+  if (perRow.length > 0 || listCalls.length > 1) throw new Error(`the jobs page made per-row requests: ${JSON.stringify(jobsPageRequests)}`);
+  report.jobsPageApiRequests = jobsPageRequests;
   await shot(page, 'jobs-en');
 
   step('jobs table: schedule type and last status filters (server-side)');

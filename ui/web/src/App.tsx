@@ -13,7 +13,24 @@ import { languages, rememberLang, type Lang } from './i18n';
 import { isAdmin } from './services/auth';
 import Login from './pages/Login';
 
-const Dashboard = lazy(() => import('./pages/Dashboard'));
+// The dashboard is the landing page: on a load of / its chunk is fetched and
+// run alongside the session check, and rendered directly once there, not
+// through React.lazy: a lazy component suspends at least once, and React
+// holds a Suspense boundary's content back for up to 300 ms after its
+// fallback showed (fallback throttling).
+type DashboardPage = typeof import('./pages/Dashboard').default;
+let dashboardPage: DashboardPage | null = null;
+const dashboardModule = () =>
+  import('./pages/Dashboard').then((m) => {
+    dashboardPage = m.default;
+    return m;
+  });
+if (window.location.pathname === '/') void dashboardModule();
+const LazyDashboard = lazy(dashboardModule);
+function Dashboard({ dark }: { dark: boolean }) {
+  const Page = dashboardPage;
+  return Page ? <Page dark={dark} /> : <LazyDashboard dark={dark} />;
+}
 const Jobs = lazy(() => import('./pages/Jobs'));
 const JobForm = lazy(() => import('./pages/JobForm'));
 const JobDetail = lazy(() => import('./pages/JobDetail'));

@@ -1,6 +1,7 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from 'react';
 import * as authApi from './services/auth';
+import { prefetchDashboard } from './services/dashboard';
 import { setUnauthorizedHandler } from './services/http';
 
 interface AuthState {
@@ -21,7 +22,11 @@ export function AuthProvider({ children }: { children: ReactNode }) {
     let live = true;
     authApi
       .me()
-      .then((m) => live && setMe(m))
+      .then((m) => {
+        // On a load of the dashboard, its requests start now, alongside its first render.
+        if (m && window.location.pathname === '/') prefetchDashboard(qc, m);
+        if (live) setMe(m);
+      })
       .catch(() => live && setMe(null))
       .finally(() => live && setReady(true));
     setUnauthorizedHandler(() => {

@@ -4,6 +4,7 @@ import validator from '@rjsf/validator-ajv8';
 import { Input } from 'antd';
 import { useMemo, useState } from 'react';
 import { useTranslation } from 'react-i18next';
+import { formStrings } from '../lib/rjsfStrings';
 import { hasForm, normalizeSchema, type JSONSchema } from '../lib/schema';
 
 /** CodeWidget edits a script: monospace, no spell check, sized to its content. */
@@ -46,8 +47,10 @@ export interface ParamsFormProps {
 const formContext = { labelAlign: 'left' };
 
 export function ParamsForm({ schema, value, onChange, errors, disabled, idPrefix = 'params' }: ParamsFormProps) {
-  const { t } = useTranslation();
-  const prepared = useMemo(() => (schema && hasForm(schema) ? normalizeSchema(schema) : null), [schema]);
+  const { t, i18n } = useTranslation();
+  const lang = i18n.language;
+  const prepared = useMemo(() => (schema && hasForm(schema) ? normalizeSchema(schema, lang) : null), [schema, lang]);
+  const translateString = useMemo(() => formStrings(lang), [lang]);
   const extraErrors = useMemo(() => {
     const es: Record<string, { __errors: string[] }> = {};
     for (const [k, v] of Object.entries(errors ?? {})) es[k] = { __errors: [v] };
@@ -63,6 +66,7 @@ export function ParamsForm({ schema, value, onChange, errors, disabled, idPrefix
         formData={value}
         validator={validator}
         widgets={widgets}
+        translateString={translateString}
         idPrefix={idPrefix}
         formContext={formContext}
         tagName="div"

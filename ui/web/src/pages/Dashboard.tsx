@@ -1,51 +1,72 @@
 import { useQuery } from '@tanstack/react-query';
 import { Card, Col, List, Row, Segmented, Space, Spin, Statistic, Tag, Typography } from 'antd';
-import { lazy, Suspense, useMemo, useState } from 'react';
+import { useEffect, useMemo, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { Link } from 'react-router';
 import { useAuth } from '../auth';
 import { StatusTag } from '../components/StatusTag';
 import { formatDuration, formatTime } from '../lib/format';
-import { isAdmin } from '../services/auth';
-import { getCluster, listNodes } from '../services/cluster';
-import { listRuns, runStatuses } from '../services/runs';
-import { chartStatuses, failingJobs, jobCounts, lateness, runsPerDay, runsToday } from '../services/stats';
+import { canSeeNodes, isAdmin } from '../services/auth';
+import { dashboardQueries, dashboardRefresh, firstRange } from '../services/dashboard';
+import { runStatuses } from '../services/runs';
+import { chartStatuses, failingJobs, lateness, withToday } from '../services/stats';
 
 // The chart's code (ECharts) is not in the initial bundle; its download and
-// compile start with the dashboard, alongside the API requests, not after them.
-const chartModule = import('../components/Chart');
-const Chart = lazy(() => chartModule);
-const refresh = 10_000;
+// compile start with the dashboard, alongside the API requests, not after
+// them. It is rendered once loaded (useChart), not through React.lazy and
+// Suspense, whose fallback throttling would hold it back up to 300 ms.
+type ChartComponent = typeof import('../components/Chart').default;
+let chartComponent: ChartComponent | null = null;
+const chartModule = import('../components/Chart').then((m) => {
+  chartComponent = m.default;
+  return m.default;
+});
+
+function useChart(): ChartComponent | null {
+  const [chart, setChart] = useState<ChartComponent | null>(() => chartComponent);
+  useEffect(() => {
+    if (chart) return;
+    let live = true;
+    void chartModule.then((c) => live && setChart(() => c));
+    return () => {
+      live = false;
+    };
+  }, [chart]);
+  return chart;
+}
+const refresh = dashboardRefresh;
 const colors: Record<string, string> = { success: '#52c41a', failed: '#ff4d4f', timeout: '#faad14', lost: '#fa541c' };
 
 export default function Dashboard({ dark }: { dark: boolean }) {
   const { t } = useTranslation();
   const { me } = useAuth();
-  const [days, setDays] = useState(7);
-  const jobs = useQuery({ queryKey: ['dash', 'jobs'], queryFn: jobCounts, refetchInterval: refresh });
-  const nodes = useQuery({ queryKey: ['nodes'], queryFn: listNodes, refetchInterval: refresh });
-  const today = useQuery({ queryKey: ['dash', 'today'], queryFn: () => runsToday(runStatuses), refetchInterval: refresh });
-  const perDay = useQuery({ queryKey: ['dash', 'perDay', days], queryFn: () => runsPerDay(days), refetchInterval: 60_000 });
-  const recent = useQuery({ queryKey: ['dash', 'recent'], queryFn: () => listRuns({ page_size: 200 }), refetchInterval: refresh });
-  const cluster = useQuery({ queryKey: ['cluster'], queryFn: getCluster, refetchInterval: refresh, enabled: isAdmin(me), retry: false });
+  const [days, setDays] = useState(firstRange);
+  const Chart = useChart();
+  const summary = useQuery(dashboardQueries.summary());
+  const nodesAllowed = canSeeNodes(me);
+  const nodes = useQuery(dashboardQueries.nodes(nodesAllowed));
+  const perDay = useQuery(dashboardQueries.perDay(days));
+  const recent = useQuery(dashboardQueries.recent());
+  const cluster = useQuery(dashboardQueries.cluster(isAdmin(me)));
 
   const late = lateness(recent.data?.items ?? []);
   const failing = failingJobs(recent.data?.items ?? []);
   const online = (nodes.data?.items ?? []).filter((n) => n.status === 'online').length;
 
   const option = useMemo(() => {
-    if (!perDay.data) return null;
+    if (!perDay.data || !summary.data) return null;
+    const data = withToday(perDay.data, summary.data);
     return {
       tooltip: { trigger: 'axis' },
       legend: { top: 0, data: chartStatuses.map((s) => t(`status.${s}`)) },
       grid: { left: 40, right: 16, top: 36, bottom: 24 },
-      xAxis: { type: 'category', data: perDay.data.days },
+      xAxis: { type: 'category', data: data.days },
       yAxis: { type: 'value', minInterval: 1 },
       series: chartStatuses.map((s) => ({
-        name: t(`status.${s}`), type: 'bar', stack: 'runs', data: perDay.data!.series[s], itemStyle: { color: colors[s] },
+        name: t(`status.${s}`), type: 'bar', stack: 'runs', data: data.series[s], itemStyle: { color: colors[s] },
       })),
     };
-  }, [perDay.data, t]);
+  }, [perDay.data, summary.data, t]);
 
   return (
     <div data-testid="dashboard">
@@ -54,9 +75,9 @@ export default function Dashboard({ dark }: { dark: boolean }) {
         <Typography.Text type="secondary">{t('common.autoRefresh')}: {refresh / 1000} s</Typography.Text>
       </div>
       <Row gutter={[16, 16]}>
-        <Col xs={12} md={6}><Card size="small"><Statistic title={t('dashboard.jobsEnabled')} value={jobs.data?.enabled ?? '—'} /></Card></Col>
-        <Col xs={12} md={6}><Card size="small"><Statistic title={t('dashboard.jobsDisabled')} value={jobs.data?.disabled ?? '—'} /></Card></Col>
-        <Col xs={12} md={6}><Card size="small"><Statistic title={t('dashboard.nodesOnline')} value={nodes.data ? online : '—'} /></Card></Col>
+        <Col xs={12} md={6}><Card size="small"><Statistic title={t('dashboard.jobsEnabled')} value={summary.data?.jobs.enabled ?? '—'} /></Card></Col>
+        <Col xs={12} md={6}><Card size="small"><Statistic title={t('dashboard.jobsDisabled')} value={summary.data?.jobs.disabled ?? '—'} /></Card></Col>
+        {nodesAllowed && <Col xs={12} md={6}><Card size="small"><Statistic title={t('dashboard.nodesOnline')} value={nodes.data ? online : '—'} /></Card></Col>}
         <Col xs={12} md={6}>
           <Card size="small">
             <Statistic title={t('dashboard.lateness', { n: late.n })} value={`${formatDuration(late.p50)} / ${formatDuration(late.p99)}`} />
@@ -67,7 +88,7 @@ export default function Dashboard({ dark }: { dark: boolean }) {
           <Card size="small" title={t('dashboard.runsToday')} data-testid="runs-today">
             <Space wrap size="large">
               {runStatuses.map((s) => (
-                <Link key={s} to={`/runs?status=${s}`}><Space size={4}><StatusTag status={s} /><strong>{today.data?.[s] ?? '—'}</strong></Space></Link>
+                <Link key={s} to={`/runs?status=${s}`}><Space size={4}><StatusTag status={s} /><strong>{summary.data?.runs_since[s] ?? '—'}</strong></Space></Link>
               ))}
             </Space>
           </Card>
@@ -76,9 +97,7 @@ export default function Dashboard({ dark }: { dark: boolean }) {
           <Card size="small" title={t('dashboard.runsPerDay')} extra={
             <Segmented size="small" value={days} onChange={(v) => setDays(Number(v))} options={[{ value: 7, label: t('dashboard.days7') }, { value: 30, label: t('dashboard.days30') }]} />
           }>
-            <Suspense fallback={<div style={{ height: 280 }}><Spin /></div>}>
-              {option ? <Chart option={option} dark={dark} label={t('dashboard.runsPerDay')} /> : <div style={{ height: 280 }}><Spin /></div>}
-            </Suspense>
+            {option && Chart ? <Chart option={option} dark={dark} label={t('dashboard.runsPerDay')} /> : <div style={{ height: 280 }}><Spin /></div>}
           </Card>
         </Col>
         <Col xs={24} lg={8}>

@@ -7,7 +7,7 @@ import { CronHelper } from '../components/CronHelper';
 import { ErrorView } from '../components/ErrorView';
 import { ParamsForm } from '../components/ParamsForm';
 import { mapFieldErrors } from '../lib/fieldErrors';
-import { schemaProps, type JSONSchema } from '../lib/schema';
+import { handlerDescription, schemaProps, type JSONSchema } from '../lib/schema';
 import { useDebounced } from '../lib/useDebounced';
 import { listGroups } from '../services/admin';
 import { listHandlers, listNodes } from '../services/cluster';
@@ -26,7 +26,7 @@ const zones: string[] = (() => {
 })();
 
 export default function JobForm({ mode }: { mode: 'new' | 'edit' | 'copy' }) {
-  const { t } = useTranslation();
+  const { t, i18n } = useTranslation();
   const { message } = App.useApp();
   const navigate = useNavigate();
   const qc = useQueryClient();
@@ -79,7 +79,7 @@ export default function JobForm({ mode }: { mode: 'new' | 'edit' | 'copy' }) {
       label: (
         <div>
           <strong>{h.name}</strong> <Typography.Text type="secondary">{h.version}</Typography.Text>
-          {h.description && <div style={{ fontSize: 12, whiteSpace: 'normal' }}>{h.description}</div>}
+          {h.description && <div style={{ fontSize: 12, whiteSpace: 'normal' }}>{handlerDescription(h, i18n.language)}</div>}
         </div>
       ),
       title: h.name,
@@ -170,6 +170,9 @@ export default function JobForm({ mode }: { mode: 'new' | 'edit' | 'copy' }) {
               <Form.Item label={t('job.alarmEmails')} name="alarm_emails">
                 <Select mode="tags" tokenSeparators={[',', ' ']} open={false} suffixIcon={null} aria-label={t('job.alarmEmails')} />
               </Form.Item>
+              <Form.Item label={t('job.alertOnKill')} name="alert_on_kill" valuePropName="checked" extra={t('job.alertOnKillHelp')}>
+                <Switch />
+              </Form.Item>
               <Form.Item label={t('job.enabled')} name="enabled" valuePropName="checked">
                 <Switch />
               </Form.Item>
@@ -205,7 +208,7 @@ export default function JobForm({ mode }: { mode: 'new' | 'edit' | 'copy' }) {
           </Col>
           <Col xs={24} lg={12}>
             <Card title={t('job.execution')} size="small" style={{ marginBottom: 16 }}>
-              <Form.Item label={t('job.handler')} name="handler" rules={[{ required: true }]} extra={handlerOptions.length === 0 ? t('job.handlerNone') : handler?.description}>
+              <Form.Item label={t('job.handler')} name="handler" rules={[{ required: true }]} extra={handlerOptions.length === 0 ? t('job.handlerNone') : handler && handlerDescription(handler, i18n.language)}>
                 <Select options={handlerOptions} optionLabelProp="title" showSearch loading={handlers.isLoading} />
               </Form.Item>
               <Form.Item label={t('job.params')} name="params">

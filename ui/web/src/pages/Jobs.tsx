@@ -11,29 +11,22 @@ import { StatusTag } from '../components/StatusTag';
 import { formatTime } from '../lib/format';
 import { canWrite } from '../services/auth';
 import { listGroups } from '../services/admin';
-import { listHandlers, previewSchedule } from '../services/cluster';
-import { deleteJob, listJobs, setEnabled, triggerJob, type Job } from '../services/jobs';
-import { listJobRuns, runStatuses } from '../services/runs';
+import { listHandlers } from '../services/cluster';
+import { deleteJob, listJobs, setEnabled, triggerJob, type JobListItem } from '../services/jobs';
+import { runStatuses } from '../services/runs';
 
 const scheduleTypes = ['cron', 'fixed_rate', 'fixed_delay', 'once', 'none'];
 
-function NextFire({ job }: { job: Job }) {
-  const q = useQuery({
-    queryKey: ['preview', 'next', job.schedule_type, job.schedule, job.timezone],
-    queryFn: () => previewSchedule({ schedule_type: job.schedule_type, schedule: job.schedule, timezone: job.timezone, n: 1 }),
-    enabled: job.enabled && job.schedule_type !== 'none' && job.schedule_type !== 'fixed_delay',
-    staleTime: 30_000,
-    retry: false,
-  });
-  if (!job.enabled || job.schedule_type === 'none') return <span>—</span>;
-  return <span>{q.data?.next?.[0] ? formatTime(q.data.next[0]) : '—'}</span>;
+// The list carries each job's next fire and latest run: a page of the
+// table is one request, not one or two more per row.
+function NextFire({ job }: { job: JobListItem }) {
+  return <span>{job.next_fire_at ? formatTime(job.next_fire_at) : '—'}</span>;
 }
 
-function LastRun({ job }: { job: Job }) {
+function LastRun({ job }: { job: JobListItem }) {
   const { t } = useTranslation();
-  const q = useQuery({ queryKey: ['runs', 'last', job.id], queryFn: () => listJobRuns(job.id, { page: 1, page_size: 1 }), staleTime: 10_000 });
-  const r = q.data?.items?.[0];
-  if (!r) return <Typography.Text type="secondary">{q.isLoading ? '…' : t('jobs.noRuns')}</Typography.Text>;
+  const r = job.last_run;
+  if (!r) return <Typography.Text type="secondary">{t('jobs.noRuns')}</Typography.Text>;
   return (
     <Space size={4}>
       <Link to={`/runs/${r.id}`}><StatusTag status={r.status} /></Link>
@@ -71,7 +64,7 @@ export default function Jobs() {
     setSp(next, { replace: true });
   };
   const [search, setSearch] = useState(filter.q ?? '');
-  const [selected, setSelected] = useState<Job[]>([]);
+  const [selected, setSelected] = useState<JobListItem[]>([]);
 
   const jobs = useQuery({ queryKey: ['jobs', filter], queryFn: () => listJobs(filter), placeholderData: keepPreviousData });
   const groups = useQuery({ queryKey: ['groups'], queryFn: () => listGroups(), staleTime: 60_000 });
@@ -94,7 +87,7 @@ export default function Jobs() {
     onSettled: () => void qc.invalidateQueries({ queryKey: ['jobs'] }),
   });
 
-  const columns: ColumnsType<Job> = [
+  const columns: ColumnsType<JobListItem> = [
     { title: t('common.id'), dataIndex: 'id', width: 70 },
     {
       title: t('common.name'),
@@ -219,7 +212,7 @@ export default function Jobs() {
       {jobs.error ? (
         <ErrorView error={jobs.error} onRetry={() => void jobs.refetch()} />
       ) : (
-        <Table<Job>
+        <Table<JobListItem>
           rowKey="id"
           size="middle"
           loading={jobs.isFetching}

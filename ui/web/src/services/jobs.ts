@@ -1,4 +1,5 @@
 import { api, type Page } from './http';
+import type { RunStatus } from './runs';
 
 export type ScheduleType = 'cron' | 'fixed_rate' | 'fixed_delay' | 'once' | 'none';
 
@@ -30,6 +31,8 @@ export interface JobInput {
   retry_count: number;
   retry_interval_seconds: number;
   alarm_emails: string[];
+  /** A killed run raises a run.killed alert. */
+  alert_on_kill: boolean;
   child_job_ids: number[];
   node_uuid: string;
 }
@@ -44,7 +47,7 @@ export interface Job extends JobInput {
 export const jobInputKeys: (keyof JobInput)[] = [
   'name', 'group', 'schedule_type', 'schedule', 'timezone', 'handler', 'params', 'timeout_seconds',
   'enabled', 'description', 'author', 'route_strategy', 'block_strategy', 'misfire_policy',
-  'misfire_max_catch_up', 'retry_count', 'retry_interval_seconds', 'alarm_emails', 'child_job_ids', 'node_uuid',
+  'misfire_max_catch_up', 'retry_count', 'retry_interval_seconds', 'alarm_emails', 'alert_on_kill', 'child_job_ids', 'node_uuid',
 ];
 
 export function emptyJob(): JobInput {
@@ -52,7 +55,7 @@ export function emptyJob(): JobInput {
     name: '', group: 'default', schedule_type: 'cron', schedule: '', timezone: '', handler: '', params: {},
     timeout_seconds: 0, enabled: true, description: '', author: '', route_strategy: 'FIRST',
     block_strategy: 'SERIAL_EXECUTION', misfire_policy: 'FIRE_ONCE_NOW', misfire_max_catch_up: 100,
-    retry_count: 0, retry_interval_seconds: 0, alarm_emails: [], child_job_ids: [], node_uuid: '',
+    retry_count: 0, retry_interval_seconds: 0, alarm_emails: [], alert_on_kill: false, child_job_ids: [], node_uuid: '',
   };
 }
 
@@ -81,7 +84,15 @@ export interface JobFilter {
   page_size?: number;
 }
 
-export const listJobs = (f: JobFilter) => api<Page<Job>>('/jobs', { query: { ...f } });
+/** A job of the job list: the job, its latest run and its next fire (GET /api/v1/jobs). */
+export interface JobListItem extends Job {
+  /** The latest run by scheduled time; null when the job never ran. */
+  last_run: { id: number; status: RunStatus; scheduled_at: string; started_at: string | null; finished_at: string | null } | null;
+  /** The next scheduled fire after now; null when disabled, none or fixed_delay. */
+  next_fire_at: string | null;
+}
+
+export const listJobs = (f: JobFilter) => api<Page<JobListItem>>('/jobs', { query: { ...f } });
 export const getJob = (id: number) => api<Job>(`/jobs/${id}`);
 export const createJob = (j: JobInput) => api<Job>('/jobs', { method: 'POST', body: j });
 export const updateJob = (id: number, j: JobInput) => api<Job>(`/jobs/${id}`, { method: 'PUT', body: j });

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { lastUtcDays, maxReportPages, runsPerDay } from './stats';
+import { lastUtcDays, maxReportPages, runsPerDay, statsSummary, withToday, type StatsSummary } from './stats';
 
 function reply(body: unknown): Response {
   return new Response(JSON.stringify(body), { status: 200, headers: { 'Content-Type': 'application/json' } });
@@ -31,13 +31,9 @@ describe('runsPerDay', () => {
     return Promise.resolve(reply({ items: [], total, page: 1, page_size: 1 }));
   };
 
-  it('sums the daily report rows of every job and page for past days, counts today live', async () => {
+  it('sums the daily report rows of every job and page', async () => {
     fetchMock.mockImplementation((url: string) => {
       const u = new URL(url, 'http://x');
-      if (u.pathname === '/api/v1/runs') {
-        expect(u.searchParams.get('to')).toBe('2026-03-08T00:00:00.000Z');
-        return runsCount(u, { 'success 2026-03-07T00:00:00.000Z': 6, 'lost 2026-03-07T00:00:00.000Z': 2 });
-      }
       const q = u.searchParams;
       expect(u.pathname).toBe('/api/v1/reports/daily');
       expect(q.get('from')).toBe('2026-03-01');
@@ -53,13 +49,23 @@ describe('runsPerDay', () => {
       return Promise.resolve(reply({ items: rows, total: 501, page, page_size: 500 }));
     });
     const got = await runsPerDay(7, now);
-    expect(fetchMock).toHaveBeenCalledTimes(2 + 4);
+    expect(fetchMock).toHaveBeenCalledTimes(2);
     expect(got.source).toBe('report');
     expect(got.days).toEqual(['03-01', '03-02', '03-03', '03-04', '03-05', '03-06', '03-07']);
-    expect(got.series.success).toEqual([5, 0, 0, 0, 0, 5, 6]);
+    expect(got.series.success).toEqual([5, 0, 0, 0, 0, 5, 1]);
     expect(got.series.failed).toEqual([1, 0, 0, 0, 0, 2, 0]);
     expect(got.series.timeout).toEqual([0, 0, 0, 0, 0, 4, 0]);
-    expect(got.series.lost).toEqual([0, 0, 0, 0, 0, 1, 2]);
+    expect(got.series.lost).toEqual([0, 0, 0, 0, 0, 1, 0]);
+
+    // Today's bar takes the summary's live counts of the same UTC day.
+    const live = { day: '2026-03-07', runs_today: { success: 6, failed: 0, timeout: 0, lost: 2 } } as unknown as StatsSummary;
+    const merged = withToday(got, live);
+    expect(merged.series.success).toEqual([5, 0, 0, 0, 0, 5, 6]);
+    expect(merged.series.lost).toEqual([0, 0, 0, 0, 0, 1, 2]);
+    expect(got.series.success[6]).toBe(1); // not changed in place
+    // A summary of another day (midnight passed in between) leaves the series as it is.
+    expect(withToday(got, { ...live, day: '2026-03-08' })).toBe(got);
+    expect(withToday(got, undefined)).toBe(got);
   });
 
   it('counts runs per UTC day instead when the report has too many rows', async () => {
@@ -74,12 +80,24 @@ describe('runsPerDay', () => {
     expect(got.source).toBe('counts');
     expect(got.days).toEqual(['03-06', '03-07']);
     expect(got.series.success).toEqual([9, 0]);
-    expect(got.series.failed).toEqual([0, 3]);
-    expect(fetchMock).toHaveBeenCalledTimes(1 + 4 * 2);
+    expect(got.series.failed).toEqual([0, 0]); // today comes from the summary (withToday)
+    expect(fetchMock).toHaveBeenCalledTimes(1 + 4 * 1);
     const toOf = fetchMock.mock.calls
       .map(([url]) => new URL(url as string, 'http://x').searchParams)
       .find((q) => q.get('from') === '2026-03-06T00:00:00.000Z')
       ?.get('to');
     expect(toOf).toBe('2026-03-07T00:00:00.000Z');
+  });
+
+  it('asks the summary for the runs since the start of the local day', async () => {
+    const body = { jobs: { enabled: 3, disabled: 1 }, since: 'x', runs_since: {}, day: '2026-03-07', runs_today: {} };
+    fetchMock.mockImplementation(() => Promise.resolve(reply(body)));
+    const local = new Date(2026, 2, 7, 15, 4, 5);
+    const got = await statsSummary(local);
+    expect(got.jobs).toEqual({ enabled: 3, disabled: 1 });
+    expect(fetchMock).toHaveBeenCalledTimes(1);
+    const u = new URL(fetchMock.mock.calls[0][0] as string, 'http://x');
+    expect(u.pathname).toBe('/api/v1/stats/summary');
+    expect(new Date(u.searchParams.get('since')!).getTime()).toBe(new Date(2026, 2, 7).getTime());
   });
 });

@@ -1,7 +1,6 @@
-// Dashboard figures: the daily report for the per-day chart, the list APIs
-// (counts via page_size=1 totals) for the live figures.
+// Dashboard figures: the stats summary (one request) for the live figures,
+// the daily report for the per-day chart.
 import { api, type Page } from './http';
-import { listJobs } from './jobs';
 import { listRuns, latenessMs, type Run, type RunStatus } from './runs';
 import { percentile } from '../lib/format';
 
@@ -9,26 +8,32 @@ export const chartStatuses: RunStatus[] = ['success', 'failed', 'timeout', 'lost
 
 const count = async (f: Parameters<typeof listRuns>[0]) => (await listRuns({ ...f, page: 1, page_size: 1 })).total;
 
-export async function jobCounts(): Promise<{ enabled: number; disabled: number }> {
-  const [e, d] = await Promise.all([
-    listJobs({ enabled: 'true', page_size: 1 }),
-    listJobs({ enabled: 'false', page_size: 1 }),
-  ]);
-  return { enabled: e.total, disabled: d.total };
+/** GET /api/v1/stats/summary: the dashboard's figures in one request. */
+export interface StatsSummary {
+  jobs: { enabled: number; disabled: number };
+  /** The start of runs_since (RFC 3339). */
+  since: string;
+  /** Runs scheduled at or after since, by status (every status present). */
+  runs_since: Record<RunStatus, number>;
+  /** Today, UTC (YYYY-MM-DD). */
+  day: string;
+  /** Runs scheduled on day (UTC), by status: the daily report's open day, counted live. */
+  runs_today: Record<RunStatus, number>;
 }
 
 function startOfDay(d: Date): Date {
   return new Date(d.getFullYear(), d.getMonth(), d.getDate());
 }
 
-export async function runsToday(statuses: RunStatus[]): Promise<Record<string, number>> {
-  const from = startOfDay(new Date()).toISOString();
-  const counts = await Promise.all(statuses.map((s) => count({ status: s, from })));
-  return Object.fromEntries(statuses.map((s, i) => [s, counts[i]]));
-}
+/** statsSummary: the caller's jobs and runs since the start of the browser's day (and today, UTC), by status. */
+export const statsSummary = (now = new Date()) =>
+  api<StatsSummary>('/stats/summary', { query: { since: startOfDay(now).toISOString() } });
 
 export interface DaySeries {
+  /** Labels (MM-DD). */
   days: string[];
+  /** The UTC days (YYYY-MM-DD), oldest first. */
+  isoDays: string[];
   series: Record<string, number[]>;
   /** Where the figures come from: the daily report, or run counts (many report rows). */
   source: 'report' | 'counts';
@@ -62,28 +67,24 @@ export function lastUtcDays(n: number, now = new Date()): string[] {
 
 /**
  * runsPerDay is the runs by status for each of the last n UTC days (today
- * included), stacked in the dashboard chart. Past days sum the daily
- * report's per-job rows (one or a few requests); today is counted live (4
- * small requests), since the leader refreshes the open day's report only
- * every minute. With very many jobs the rows would take many pages, so it
- * then counts runs per day and status instead (4 × n small requests).
+ * included), stacked in the dashboard chart: the daily report's per-job rows
+ * summed (one or a few requests). With very many jobs the rows would take
+ * many pages, so it then counts runs per past day and status instead (4 ×
+ * (n − 1) small requests) and leaves today at 0. Today's bar is meant to be
+ * replaced by the live counts of the stats summary (withToday): the leader
+ * refreshes the open day's report only every minute.
  */
 export async function runsPerDay(n: number, now = new Date()): Promise<DaySeries> {
   const days = lastUtcDays(n, now);
   const labels = days.map((d) => d.slice(5));
   const from = days[0];
   const to = days[days.length - 1];
-  // Today is counted live (4 small requests): the report of the open day
-  // trails the runs by up to a minute, and is empty right after a start.
-  const [first, todayLive] = await Promise.all([
-    listDailyReports({ from, to, page: 1, page_size: reportPageSize }),
-    countDays([to]),
-  ]);
+  const first = await listDailyReports({ from, to, page: 1, page_size: reportPageSize });
   const pages = Math.ceil(first.total / reportPageSize);
   if (pages > maxReportPages) {
     const earlier = await countDays(days.slice(0, -1));
-    const series = Object.fromEntries(chartStatuses.map((s) => [s, [...earlier[s], ...todayLive[s]]]));
-    return { days: labels, series, source: 'counts' };
+    const series = Object.fromEntries(chartStatuses.map((s) => [s, [...earlier[s], 0]]));
+    return { days: labels, isoDays: days, series, source: 'counts' };
   }
   const rest = await Promise.all(
     Array.from({ length: Math.max(0, pages - 1) }, (_, i) => listDailyReports({ from, to, page: i + 2, page_size: reportPageSize })),
@@ -92,11 +93,21 @@ export async function runsPerDay(n: number, now = new Date()): Promise<DaySeries
   const series: Record<string, number[]> = Object.fromEntries(chartStatuses.map((s) => [s, days.map(() => 0)]));
   for (const row of [first, ...rest].flatMap((p) => p.items)) {
     const i = index.get(row.day);
-    if (i === undefined || i === days.length - 1) continue;
+    if (i === undefined) continue;
     for (const s of chartStatuses) series[s][i] += row.runs[s as keyof DailyReport['runs']] ?? 0;
   }
-  for (const s of chartStatuses) series[s][days.length - 1] = todayLive[s][0];
-  return { days: labels, series, source: 'report' };
+  return { days: labels, isoDays: days, series, source: 'report' };
+}
+
+/**
+ * withToday replaces the last bar of a per-day series with the summary's
+ * live counts of that UTC day (when the summary is of that day).
+ */
+export function withToday(d: DaySeries, s: StatsSummary | undefined): DaySeries {
+  const last = d.isoDays.length - 1;
+  if (!s || d.isoDays[last] !== s.day) return d;
+  const series = Object.fromEntries(chartStatuses.map((st) => [st, [...d.series[st].slice(0, last), s.runs_today[st] ?? 0]]));
+  return { ...d, series };
 }
 
 /** countDays counts the runs of each chart status on each UTC day (YYYY-MM-DD). */

@@ -1,0 +1,104 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/pluginapi"
+)
+
+// startRunner records when each fire's handler was called and succeeds at
+// once; done is closed when want calls were made.
+type startRunner struct {
+	mu     sync.Mutex
+	starts []time.Time
+	want   int
+	done   chan struct{}
+}
+
+func (r *startRunner) Handlers() []cluster.PluginInfo {
+	return []cluster.PluginInfo{{Name: "echo", Version: "1.0.0"}}
+}
+
+func (r *startRunner) Run(context.Context, string, pluginapi.Request, io.Writer) (pluginapi.Result, error) {
+	now := time.Now()
+	r.mu.Lock()
+	r.starts = append(r.starts, now)
+	if len(r.starts) == r.want {
+		close(r.done)
+	}
+	r.mu.Unlock()
+	return pluginapi.Result{Status: pluginapi.StatusSuccess}, nil
+}
+
+func (r *startRunner) expect(n int) {
+	r.mu.Lock()
+	r.starts, r.want, r.done = r.starts[:0], n, make(chan struct{})
+	r.mu.Unlock()
+}
+
+// BenchmarkBatchStart is a tick's batch on one node: n fires of n jobs
+// put under the node's run prefix in txns of 1,000 (as the leader
+// dispatches), with a spool (start journal and result spool on disk). It
+// reports how long after the first txn's commit the handlers were called:
+// the median fire and the last one (the node's share of a fire's lateness).
+//
+//	go test ./node/agent -run '^$' -bench BatchStart -benchtime 20x
+func BenchmarkBatchStart(b *testing.B) {
+	for _, n := range []int{1000, 3000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			spoolDir := b.TempDir()
+			bu := setup(b, func(c *Config) { c.SpoolDir = spoolDir })
+			run := &startRunner{}
+			a, err := New(bu.cfg, bu.etcd, run)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(a.Stop)
+			if err := a.Start(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+			var p50, last time.Duration
+			for i := range b.N {
+				ops := make([]clientv3.Op, n)
+				for j := range ops {
+					id := fmt.Sprintf("%d-%d", j+1, 1764000000000+int64(i)*1000)
+					key := bu.cfg.Keys.Run(bu.cfg.UUID, id)
+					ops[j] = clientv3.OpPut(key, seal(b, key, dispatchValue(b, id, "echo", "", 0)))
+				}
+				run.expect(n)
+				var t0 time.Time
+				for c := 0; c < n; c += 1000 {
+					if _, err := bu.etcd.Txn(b.Context()).Then(ops[c:min(n, c+1000)]...).Commit(); err != nil {
+						b.Fatal(err)
+					}
+					if c == 0 {
+						t0 = time.Now()
+					}
+				}
+				<-run.done
+				run.mu.Lock()
+				starts := slices.Clone(run.starts)
+				run.mu.Unlock()
+				slices.SortFunc(starts, func(x, y time.Time) int { return x.Compare(y) })
+				p50 += starts[len(starts)/2].Sub(t0)
+				last += starts[len(starts)-1].Sub(t0)
+				b.StopTimer()
+				for bu.runKeyCount(b) != 0 { // results delivered, keys deleted: the next tick starts clean
+					time.Sleep(5 * time.Millisecond)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(p50.Microseconds())/1000/float64(b.N), "ms-p50-start")
+			b.ReportMetric(float64(last.Microseconds())/1000/float64(b.N), "ms-last-start")
+		})
+	}
+}

@@ -1,1 +1,0 @@
-import{t as e}from"./http-C4rsBVAB.js";var t=()=>e(`/nodes`),n=t=>e(`/nodes/${encodeURIComponent(t)}`),r=t=>e(`/nodes/${encodeURIComponent(t)}/system`),i=()=>e(`/handlers`),a=()=>e(`/cluster`),o=(t,n)=>e(`/schedules/preview`,{query:t,signal:n});export{r as a,t as i,n,o,i as r,a as t};

@@ -1,1 +1,0 @@
-import{d as e,f as t}from"./index-CM7rl3HF.js";var n=t,r=e;export{n,r as t};

@@ -91,6 +91,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Location is the time zone of jobs without one; nil = time.Local.
 	Location *time.Location
+	// PlaceJobs writes each enabled job's config to the node chosen for it
+	// (/Cronix/job/<node>/<id>). No node reads these records yet, and they
+	// cost etcd space and leader memory per job, so they are off by
+	// default; when off, the leader removes the placements it finds.
+	PlaceJobs bool
 	// RelistInterval is how often every enabled job is reloaded as a safety
 	// net for missed signals (default 30s).
 	RelistInterval time.Duration

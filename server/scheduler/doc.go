@@ -6,7 +6,7 @@
 // # One term of the loop
 //
 //	start ─► Claim fence(term) ─► load nodes, pending runs + processes, groups, route state,
-//	         jobs + cursors, placements, once requests; start the beat prober
+//	         jobs + cursors, placements (Config.PlaceJobs), once requests; start the beat prober
 //	      ─► loop: one select over
 //	           timer (earliest next fire, or a retry)  → tick: fire every due job in ONE batch
 //	           node watch      /Cronix/node/           → routing + placement
@@ -81,7 +81,8 @@
 // so ROUND, LFU and LRU continue across leader changes and restarts; it is
 // written in the tick's raft entry, never in an entry of its own. A job
 // with NodeUUID is pinned to that node; its run fails when the node is not
-// live. Placement (/Cronix/job/<node>/<id>) never moves route state: the
+// live. Placement (/Cronix/job/<node>/<id>, only with Config.PlaceJobs:
+// no node reads it yet) never moves route state: the
 // pinned node, the FIRST/LAST node, else the consistent-hash node.
 //
 // # Misfires

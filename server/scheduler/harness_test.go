@@ -226,7 +226,8 @@ func newHarness(t *testing.T) *harness {
 
 func (h *harness) newScheduler() *Scheduler {
 	return New(Config{
-		Jobs: h.jobs, Runs: h.runs, Cursors: h.cursors, Dispatcher: h.disp,
+		PlaceJobs: true,
+		Jobs:      h.jobs, Runs: h.runs, Cursors: h.cursors, Dispatcher: h.disp,
 		Etcd: h.cli, Keys: h.keys, Clock: h.clock, Location: time.UTC, RelistInterval: h.relist,
 		BeatInterval: h.beat, BeatTimeout: time.Second,
 		Logger: slog.New(slog.NewTextHandler(testWriter{h.t}, &slog.HandlerOptions{Level: slog.LevelWarn})),

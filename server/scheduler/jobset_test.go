@@ -125,3 +125,33 @@ func TestNewTermRewritesOnlyChangedPlacements(t *testing.T) {
 		require.Equal(t, rev, after[k], "unchanged placement %s rewritten", k)
 	}
 }
+
+// With placements off (the default) the leader writes none and removes
+// those an earlier leader wrote; jobs still fire.
+func TestPlacementsOffRemovesThem(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.addNode("n1", "g", "cmd")
+	h.store.putJob(job(1, everySecond))
+	h.store.putJob(job(2, everySecond))
+	h.start()
+	h.waitArmed(t0.Add(time.Second))
+	require.Eventually(t, func() bool { return h.count(h.keys.JobRoot()) == 2 }, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, h.stop())
+
+	h.sched = New(Config{
+		Jobs: h.store, Runs: h.store, Cursors: h.cursors, Dispatcher: h.disp,
+		Etcd: h.cli, Keys: h.keys, Clock: h.clock, Location: time.UTC, BeatInterval: -1,
+	})
+	h.term++
+	h.store.putJob(job(3, everySecond))
+	h.start()
+	h.waitArmed(t0.Add(time.Second))
+	require.Eventually(t, func() bool { return h.count(h.keys.JobRoot()) == 0 }, 10*time.Second, 5*time.Millisecond)
+	h.step()
+	runs, _, _ := h.store.snapshot()
+	for id := int64(1); id <= 3; id++ {
+		require.Contains(t, runs, cluster.FireID(id, t0.Add(time.Second)))
+	}
+	require.Zero(t, h.count(h.keys.JobRoot()), "no placement written")
+}

@@ -40,8 +40,12 @@ func (l *loop) loadPlaced(ctx context.Context) error {
 	prefix := l.cfg.Keys.JobRoot()
 	end := clientv3.GetPrefixRangeEnd(prefix)
 	for from := prefix; ; {
-		resp, err := l.cfg.Etcd.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(placedPage),
-			clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(placedPage),
+			clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend)}
+		if !l.cfg.PlaceJobs {
+			opts = append(opts, clientv3.WithKeysOnly()) // only to remove them
+		}
+		resp, err := l.cfg.Etcd.Get(ctx, from, opts...)
 		if err != nil {
 			return fmt.Errorf("list placed jobs: %w", err)
 		}
@@ -85,7 +89,7 @@ func (l *loop) markPlacement(id int64) { l.placeDirty[id] = true }
 // eligible node).
 func (l *loop) desiredPlacement(id int64) (p dispatch.Placement, sum uint64, ok bool) {
 	e, has := l.entries[id]
-	if !has {
+	if !has || !l.cfg.PlaceJobs {
 		return p, 0, false
 	}
 	node, ok := l.home(&e.job)
@@ -109,6 +113,11 @@ func (l *loop) desiredPlacement(id int64) (p dispatch.Placement, sum uint64, ok 
 // backoff.
 func (l *loop) reconcile(ctx context.Context) error {
 	if !l.placementDirty && len(l.placeDirty) == 0 && len(l.strays) == 0 {
+		return nil
+	}
+	if !l.cfg.PlaceJobs && len(l.placed) == 0 && len(l.strays) == 0 {
+		l.placementDirty = false // placements off, and none left to remove
+		clear(l.placeDirty)
 		return nil
 	}
 	if !l.retryAt.IsZero() && l.clock.Now().Before(l.retryAt) {

@@ -24,7 +24,7 @@ export function AuthProvider({ children }: { children: ReactNode }) {
       .me()
       .then((m) => {
         // On a load of the dashboard, its requests start now, alongside its first render.
-        if (m && window.location.pathname === '/') prefetchDashboard(qc, authApi.isAdmin(m));
+        if (m && window.location.pathname === '/') prefetchDashboard(qc, m);
         if (live) setMe(m);
       })
       .catch(() => live && setMe(null))

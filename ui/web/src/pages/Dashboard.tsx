@@ -6,7 +6,7 @@ import { Link } from 'react-router';
 import { useAuth } from '../auth';
 import { StatusTag } from '../components/StatusTag';
 import { formatDuration, formatTime } from '../lib/format';
-import { isAdmin } from '../services/auth';
+import { canSeeNodes, isAdmin } from '../services/auth';
 import { dashboardQueries, dashboardRefresh, firstRange } from '../services/dashboard';
 import { runStatuses } from '../services/runs';
 import { chartStatuses, failingJobs, lateness, withToday } from '../services/stats';
@@ -43,7 +43,8 @@ export default function Dashboard({ dark }: { dark: boolean }) {
   const [days, setDays] = useState(firstRange);
   const Chart = useChart();
   const summary = useQuery(dashboardQueries.summary());
-  const nodes = useQuery(dashboardQueries.nodes());
+  const nodesAllowed = canSeeNodes(me);
+  const nodes = useQuery(dashboardQueries.nodes(nodesAllowed));
   const perDay = useQuery(dashboardQueries.perDay(days));
   const recent = useQuery(dashboardQueries.recent());
   const cluster = useQuery(dashboardQueries.cluster(isAdmin(me)));
@@ -76,7 +77,7 @@ export default function Dashboard({ dark }: { dark: boolean }) {
       <Row gutter={[16, 16]}>
         <Col xs={12} md={6}><Card size="small"><Statistic title={t('dashboard.jobsEnabled')} value={summary.data?.jobs.enabled ?? '—'} /></Card></Col>
         <Col xs={12} md={6}><Card size="small"><Statistic title={t('dashboard.jobsDisabled')} value={summary.data?.jobs.disabled ?? '—'} /></Card></Col>
-        <Col xs={12} md={6}><Card size="small"><Statistic title={t('dashboard.nodesOnline')} value={nodes.data ? online : '—'} /></Card></Col>
+        {nodesAllowed && <Col xs={12} md={6}><Card size="small"><Statistic title={t('dashboard.nodesOnline')} value={nodes.data ? online : '—'} /></Card></Col>}
         <Col xs={12} md={6}>
           <Card size="small">
             <Statistic title={t('dashboard.lateness', { n: late.n })} value={`${formatDuration(late.p50)} / ${formatDuration(late.p99)}`} />

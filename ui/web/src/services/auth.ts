@@ -78,3 +78,5 @@ export async function changePassword(oldPassword: string, newPassword: string): 
 
 export const canWrite = (m: Me | null): boolean => m?.role === 'admin' || m?.role === 'operator';
 export const isAdmin = (m: Me | null): boolean => m?.role === 'admin';
+/** Operators and admins may read nodes (nodes:read); a viewer may not. */
+export const canSeeNodes = (m: Me | null): boolean => m?.role === 'admin' || m?.role === 'operator';

@@ -2,6 +2,7 @@
 // which starts them on a load of / as soon as it knows the user, while the
 // page's first render is still running.
 import { queryOptions, type QueryClient } from '@tanstack/react-query';
+import { canSeeNodes, isAdmin, type Me } from './auth';
 import { getCluster, listNodes } from './cluster';
 import { listRuns } from './runs';
 import { runsPerDay, statsSummary } from './stats';
@@ -11,7 +12,7 @@ export const dashboardRefresh = 10_000;
 export const dashboardQueries = {
   // One request for the figures (jobs, runs today by status, today's bar of the chart).
   summary: () => queryOptions({ queryKey: ['dash', 'summary'], queryFn: () => statsSummary(), refetchInterval: dashboardRefresh }),
-  nodes: () => queryOptions({ queryKey: ['nodes'], queryFn: listNodes, refetchInterval: dashboardRefresh }),
+  nodes: (allowed: boolean) => queryOptions({ queryKey: ['nodes'], queryFn: listNodes, refetchInterval: dashboardRefresh, enabled: allowed }),
   perDay: (days: number) => queryOptions({ queryKey: ['dash', 'perDay', days], queryFn: () => runsPerDay(days), refetchInterval: 60_000 }),
   recent: () => queryOptions({ queryKey: ['dash', 'recent'], queryFn: () => listRuns({ page_size: 200 }), refetchInterval: dashboardRefresh }),
   cluster: (admin: boolean) =>
@@ -21,10 +22,14 @@ export const dashboardQueries = {
 /** The chart's first range (days). */
 export const firstRange = 7;
 
-/** prefetchDashboard starts the dashboard's requests (the cluster's for an admin only). */
-export function prefetchDashboard(qc: QueryClient, admin: boolean): void {
+/**
+ * prefetchDashboard starts the dashboard's requests: the nodes' for those
+ * who may read nodes (not a viewer), the cluster's for an admin only.
+ */
+export function prefetchDashboard(qc: QueryClient, m: Me): void {
+  const admin = isAdmin(m);
   void qc.prefetchQuery(dashboardQueries.summary());
-  void qc.prefetchQuery(dashboardQueries.nodes());
+  if (canSeeNodes(m)) void qc.prefetchQuery(dashboardQueries.nodes(true));
   void qc.prefetchQuery(dashboardQueries.perDay(firstRange));
   void qc.prefetchQuery(dashboardQueries.recent());
   if (admin) void qc.prefetchQuery(dashboardQueries.cluster(true));

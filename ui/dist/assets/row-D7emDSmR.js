@@ -1,1 +1,0 @@
-import{F as e,I as t}from"./index-dVG7p0dw.js";var n=t,r=e;export{n,r as t};

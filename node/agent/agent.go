@@ -368,11 +368,9 @@ func (a *Agent) activeCount() int {
 	return len(a.active)
 }
 
-// claim marks a fire as running; false means this process already ran or
-// is running it.
-func (a *Agent) claim(fireID string) (ok, replay bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+// claimLocked marks a fire as running; false means this process already
+// ran or is running it. Caller holds a.mu.
+func (a *Agent) claimLocked(fireID string) (ok, replay bool) {
 	if _, running := a.active[fireID]; running {
 		return false, false
 	}

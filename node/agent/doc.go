@@ -8,7 +8,8 @@
 //	leader txn: PUT /Cronix/run/<node>/<fire_id> = Dispatch
 //	    │  intake: List the run prefix, then Watch from that revision+1; the fires
 //	    │  of one response are checked by up to GOMAXPROCS goroutines, sharded by
-//	    │  job id (one job's fires in dispatch order)
+//	    │  job id (one job's fires in dispatch order); each verifies and decodes
+//	    │  64 fires, then dedupes and admits them under one lock, in order
 //	    ▼
 //	trust.Guard: MAC (current or previous cluster key) for this key, term fits /Cronix/leader
 //	    │ ──(unsigned / mis-signed / copied / stale term)──► not run; key deleted, logged,

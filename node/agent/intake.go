@@ -73,12 +73,7 @@ func (a *Agent) intake(ctx context.Context) {
 func (a *Agent) acceptAll(ctx context.Context, kvs []*mvccpb.KeyValue) bool {
 	workers := min(runtime.GOMAXPROCS(0), len(kvs)/minIntakeShard)
 	if workers <= 1 {
-		for _, kv := range kvs {
-			if !a.accept(ctx, kv) {
-				return false
-			}
-		}
-		return true
+		return a.acceptShard(ctx, kvs)
 	}
 	shards := make([][]*mvccpb.KeyValue, workers)
 	for _, kv := range kvs {
@@ -92,11 +87,8 @@ func (a *Agent) acceptAll(ctx context.Context, kvs []*mvccpb.KeyValue) bool {
 	)
 	for _, shard := range shards {
 		wg.Go(func() {
-			for _, kv := range shard {
-				if stopped.Load() || !a.accept(ctx, kv) {
-					stopped.Store(true)
-					return
-				}
+			if !a.acceptShard(ctx, shard) {
+				stopped.Store(true)
 			}
 		})
 	}
@@ -108,49 +100,117 @@ func (a *Agent) acceptAll(ctx context.Context, kvs []*mvccpb.KeyValue) bool {
 // responses are accepted by the intake goroutine alone.
 const minIntakeShard = 16
 
-// accept verifies one dispatch (trust.Guard: signature and term), decodes
-// it and starts it unless this process already has it. A refused record is
-// deleted and reported, never run. It waits for a free run slot; it returns
-// false when ctx ends first.
-func (a *Agent) accept(ctx context.Context, kv *mvccpb.KeyValue) bool {
-	keyFire := cluster.LastSegment(string(kv.Key))
-	body, term, ok := a.open(ctx, kv)
-	if !ok {
-		return ctx.Err() == nil
-	}
-	d, err := cluster.DecodeDispatch(body, keyFire, term)
-	if err != nil {
-		d = cluster.Dispatch{FireID: keyFire, Job: cluster.JobConfig{}}
-		d.Job.JobID, _ = cluster.JobIDOfFire(keyFire)
-	}
-	ok, replay := a.claim(d.FireID)
-	if !ok {
-		if replay {
-			a.log.Info("agent: dropping re-dispatch of a fire already run", "fire_id", d.FireID)
-			a.reporter.forget(d.FireID)
+// intakeChunk is how many fires are verified and decoded before they are
+// claimed and admitted together, under one acquisition of a.mu (which
+// finishing runs contend for at the same moment).
+const intakeChunk = 64
+
+// acceptShard accepts kvs in order, intakeChunk at a time; false when ctx
+// ended first.
+func (a *Agent) acceptShard(ctx context.Context, kvs []*mvccpb.KeyValue) bool {
+	for len(kvs) > 0 {
+		n := min(len(kvs), intakeChunk)
+		if !a.acceptChunk(ctx, kvs[:n]) {
+			return false
 		}
-		return true
+		kvs = kvs[n:]
 	}
-	if err != nil {
-		a.log.Error("agent: malformed dispatch", "key", string(kv.Key), "error", err)
-		res := a.newResult(d, cluster.StatusFailed)
-		res.Message = "malformed dispatch: " + err.Error()
-		a.reporter.enqueue(res)
-		a.finished(d.FireID)
-		return true
+	return true
+}
+
+// opened is a dispatch that passed the Guard; err is set when its body
+// could not be decoded.
+type opened struct {
+	kv  *mvccpb.KeyValue
+	d   cluster.Dispatch
+	err error
+}
+
+// acceptChunk verifies each dispatch of kvs (trust.Guard: signature and
+// term) and decodes it, then, under one lock, claims and admits those this
+// process does not have yet, and starts the ones their job's lane lets run
+// now, in order. A refused record is deleted and reported, never run. It
+// waits for a free run slot for each start; false when ctx ends first.
+func (a *Agent) acceptChunk(ctx context.Context, kvs []*mvccpb.KeyValue) bool {
+	fires := make([]opened, 0, len(kvs))
+	for _, kv := range kvs {
+		keyFire := cluster.LastSegment(string(kv.Key))
+		body, term, ok := a.open(ctx, kv)
+		if !ok {
+			if ctx.Err() != nil {
+				return false
+			}
+			continue
+		}
+		d, err := cluster.DecodeDispatch(body, keyFire, term)
+		if err != nil {
+			d = cluster.Dispatch{FireID: keyFire, Job: cluster.JobConfig{}}
+			d.Job.JobID, _ = cluster.JobIDOfFire(keyFire)
+		}
+		fires = append(fires, opened{kv: kv, d: d, err: err})
 	}
-	e, start := a.admit(d, time.Now())
-	if !start {
-		return true // queued behind a running fire of its job, skipped or killed
+
+	// What to do once a.mu is released, in dispatch order: start e, or
+	// run after (report a fire that ended here, forget a replay).
+	type step struct {
+		e     *execution
+		after func()
 	}
-	select {
-	case a.sem <- struct{}{}:
-	case <-ctx.Done():
-		a.unadmit(e) // not started; its key stays for the next start
-		return false
+	steps := make([]step, 0, len(fires))
+	received := time.Now()
+	a.mu.Lock()
+	for _, f := range fires {
+		ok, replay := a.claimLocked(f.d.FireID)
+		if !ok {
+			if replay {
+				id := f.d.FireID
+				steps = append(steps, step{after: func() {
+					a.log.Info("agent: dropping re-dispatch of a fire already run", "fire_id", id)
+					a.reporter.forget(id)
+				}})
+			}
+			continue
+		}
+		if f.err != nil {
+			steps = append(steps, step{after: func() {
+				a.log.Error("agent: malformed dispatch", "key", string(f.kv.Key), "error", f.err)
+				res := a.newResult(f.d, cluster.StatusFailed)
+				res.Message = "malformed dispatch: " + f.err.Error()
+				a.reporter.enqueue(res)
+				a.finished(f.d.FireID)
+			}})
+			continue
+		}
+		e, start, after := a.admitLocked(f.d, received)
+		if !start {
+			e = nil // queued behind a running fire of its job, skipped or killed
+		}
+		if e != nil || after != nil {
+			steps = append(steps, step{e: e, after: after})
+		}
 	}
-	a.runs.Add(1)
-	go a.run(e)
+	a.mu.Unlock()
+
+	for i, st := range steps {
+		if st.after != nil {
+			st.after()
+		}
+		if st.e == nil {
+			continue
+		}
+		select {
+		case a.sem <- struct{}{}:
+		case <-ctx.Done():
+			for _, rest := range steps[i:] {
+				if rest.e != nil {
+					a.unadmit(rest.e) // not started; its key stays for the next start
+				}
+			}
+			return false
+		}
+		a.runs.Add(1)
+		go a.run(st.e)
+	}
 	return true
 }
 

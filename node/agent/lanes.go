@@ -42,12 +42,13 @@ func (a *Agent) newExecution(d cluster.Dispatch, received time.Time) *execution 
 		out: newCappedOutput(a.cfg.OutputCap)}
 }
 
-// admit applies the job's block strategy to a new fire. It returns true
-// when the fire should start now (the caller then takes a run slot);
-// otherwise the fire was queued, skipped or covered here.
-func (a *Agent) admit(d cluster.Dispatch, received time.Time) (*execution, bool) {
-	a.mu.Lock()
-	e := a.newExecution(d, received)
+// admitLocked applies the job's block strategy to a new fire. It returns
+// the fire and true when it should start now (the caller then takes a run
+// slot); otherwise the fire was queued, skipped or covered here. The func,
+// when not nil, reports the fires this ended (skipped, covered, killed
+// while queued); the caller holds a.mu and calls it once it released it.
+func (a *Agent) admitLocked(d cluster.Dispatch, received time.Time) (*execution, bool, func()) {
+	e := a.newExecution(d, received) // not a named result: the closures below report it
 	jobID := d.Job.JobID
 	ln := a.lanes[jobID]
 	if ln == nil {
@@ -62,23 +63,20 @@ func (a *Agent) admit(d cluster.Dispatch, received time.Time) (*execution, bool)
 		if ln.cur == nil && len(ln.waiting) == 0 {
 			delete(a.lanes, jobID)
 		}
-		a.mu.Unlock()
-		a.finishUnstarted(e, cluster.StatusKilled, "killed by request before it started")
-		return nil, false
+		return nil, false, func() { a.finishUnstarted(e, cluster.StatusKilled, "killed by request before it started") }
 	}
 	if ln.cur == nil {
 		ln.cur = e
-		a.mu.Unlock()
-		return e, true
+		return e, true, nil
 	}
 	running := ln.cur.d.FireID
 	switch d.Job.BlockStrategy {
 	case cluster.BlockDiscardLater:
 		delete(a.execs, d.FireID)
-		a.mu.Unlock()
-		a.finishUnstarted(e, cluster.StatusSkipped,
-			fmt.Sprintf("discarded: fire %s of this job is still running (DISCARD_LATER)", running))
-		return nil, false
+		return nil, false, func() {
+			a.finishUnstarted(e, cluster.StatusSkipped,
+				fmt.Sprintf("discarded: fire %s of this job is still running (DISCARD_LATER)", running))
+		}
 	case cluster.BlockCoverEarly:
 		covered := ln.waiting
 		ln.waiting = []*execution{e}
@@ -86,15 +84,17 @@ func (a *Agent) admit(d cluster.Dispatch, received time.Time) (*execution, bool)
 			delete(a.execs, c.d.FireID)
 		}
 		ln.cur.cancel(&killCause{msg: "covered by " + d.FireID})
-		a.mu.Unlock()
-		for _, c := range covered {
-			a.finishUnstarted(c, cluster.StatusKilled, "covered by "+d.FireID)
+		if len(covered) == 0 {
+			return nil, false, nil
 		}
-		return nil, false
+		return nil, false, func() {
+			for _, c := range covered {
+				a.finishUnstarted(c, cluster.StatusKilled, "covered by "+d.FireID)
+			}
+		}
 	default:
 		ln.waiting = append(ln.waiting, e)
-		a.mu.Unlock()
-		return nil, false
+		return nil, false, nil
 	}
 }
 
@@ -109,7 +109,7 @@ func (a *Agent) unadmit(e *execution) {
 		if len(ln.waiting) == 0 {
 			delete(a.lanes, e.d.Job.JobID)
 		} else {
-			ln.cur = nil // cannot happen: intake admits the fires of a job one at a time
+			ln.cur = nil // cannot happen: a job's fires are admitted and started in order
 		}
 	}
 	e.cancel(nil)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cronix/cronix/cluster"
 )
 
 // TestLargeBatchKeepsPerJobOrder: a watch response with many fires is
@@ -191,5 +193,59 @@ func TestStartLineIsWhatJSONWrites(t *testing.T) {
 		got, err := appendStartLine([]byte("prefix"), e)
 		require.NoError(t, err)
 		require.Equal(t, "prefix"+string(want)+"\n", string(got))
+	}
+}
+
+// TestBlockStrategiesWithinOneBatch: fires of one job arriving in one
+// watch response (admitted together) get their job's block strategy in
+// dispatch order: DISCARD_LATER skips all but the first, COVER_EARLY keeps
+// only the last queued, the others reported killed "covered by" the next.
+func TestBlockStrategiesWithinOneBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	b.start(t)
+	put := func(job int, n int, strategy string) []string {
+		ops := make([]clientv3.Op, n)
+		ids := make([]string, n)
+		for i := range ops {
+			ids[i] = fmt.Sprintf("%d-%d", job, 1764000000000+1000*int64(i))
+			var d cluster.Dispatch
+			require.NoError(t, json.Unmarshal([]byte(dispatchValue(t, ids[i], "block", "", 0)), &d))
+			d.Job.BlockStrategy = strategy
+			v, err := json.Marshal(d)
+			require.NoError(t, err)
+			key := b.cfg.Keys.Run(b.cfg.UUID, ids[i])
+			ops[i] = clientv3.OpPut(key, seal(t, key, string(v)))
+		}
+		_, err := b.etcd.Txn(t.Context()).Then(ops...).Commit()
+		require.NoError(t, err)
+		return ids
+	}
+
+	discard := put(61, 40, cluster.BlockDiscardLater)
+	b.running(t, discard[0])
+	for _, id := range discard[1:] {
+		res := b.waitFinal(t, id)
+		require.Equal(t, cluster.StatusSkipped, res.Status, id)
+		require.Zero(t, res.Attempt)
+		require.Contains(t, res.Message, "discarded: fire "+discard[0])
+	}
+	b.runner.release <- struct{}{}
+	require.Equal(t, cluster.StatusSuccess, b.waitFinal(t, discard[0]).Status)
+
+	cover := put(62, 40, cluster.BlockCoverEarly)
+	last := cover[len(cover)-1]
+	for i, id := range cover[1 : len(cover)-1] {
+		res := b.waitFinal(t, id)
+		require.Equal(t, cluster.StatusKilled, res.Status, id)
+		require.Equal(t, "covered by "+cover[i+2], res.Message, id)
+	}
+	first := b.waitFinal(t, cover[0]) // the running one, cancelled
+	require.Equal(t, cluster.StatusKilled, first.Status)
+	b.running(t, last)
+	b.runner.release <- struct{}{}
+	require.Equal(t, cluster.StatusSuccess, b.waitFinal(t, last).Status)
+	for _, id := range cover[1 : len(cover)-1] {
+		require.Zero(t, b.runner.Calls(id), "a covered fire never ran")
 	}
 }

@@ -20,6 +20,10 @@ type JobSource interface {
 	// ForEnabledJobs calls fn with every enabled job (a page of rows at a
 	// time: the loop keeps a slim copy of each, never every full row).
 	ForEnabledJobs(ctx context.Context, fn func(j *store.Job) error) error
+	// EnabledJobRevisions returns the id, revision and schedule type of
+	// every enabled job (the relist compares them, then reads the changed
+	// jobs with JobsByID).
+	EnabledJobRevisions(ctx context.Context) ([]store.JobRevision, error)
 	// GetJob returns a job or an error wrapping store.ErrNotFound.
 	GetJob(ctx context.Context, id int64) (*store.Job, error)
 	// JobsByID returns the jobs of ids that exist (one query per few

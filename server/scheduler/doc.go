@@ -16,7 +16,7 @@
 //	           run watch       /Cronix/run/            → busy cache; a deleted run key = the run ended
 //	           proc watch      /Cronix/proc/           → busy cache (BUSYOVER)
 //	           leader watch    /Cronix/leader          → another term's claim: return ErrFenced
-//	           relist timer    (30 s)                  → reload every enabled job and every group
+//	           relist timer    (30 s)                  → reload the jobs whose revision changed, every group
 //	      beat prober (own goroutine, every BeatInterval = 2 s, wall clock):
 //	           GET <node base URL>/healthz of each live node, concurrently,
 //	           BeatTimeout (1 s) each → the set of nodes whose last beat failed

@@ -89,6 +89,18 @@ func (m *memStore) ForEnabledJobs(ctx context.Context, fn func(j *store.Job) err
 	return nil
 }
 
+func (m *memStore) EnabledJobRevisions(ctx context.Context) ([]store.JobRevision, error) {
+	jobs, err := m.EnabledJobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.JobRevision, len(jobs))
+	for i, j := range jobs {
+		out[i] = store.JobRevision{ID: j.ID, Revision: j.Revision, ScheduleType: j.ScheduleType}
+	}
+	return out, nil
+}
+
 func (m *memStore) GetJob(_ context.Context, id int64) (*store.Job, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -155,3 +155,37 @@ func TestPlacementsOffRemovesThem(t *testing.T) {
 	}
 	require.Zero(t, h.count(h.keys.JobRoot()), "no placement written")
 }
+
+// The relist finds changes whose signals were missed: a changed job is
+// reloaded, a new one added, a disabled or deleted one dropped.
+func TestRelistAppliesMissedChanges(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.addNode("n1", "g", "cmd")
+	for id := int64(1); id <= 3; id++ {
+		h.store.putJob(job(id, "0 0 * * * *"))
+	}
+	h.start()
+	require.Eventually(t, func() bool { return h.count(h.keys.JobRoot()) == 3 }, 10*time.Second, 5*time.Millisecond)
+
+	changed := job(1, "0 0 * * * *")
+	changed.Params, changed.Revision = json.RawMessage(`{"cmd":"false"}`), 2
+	h.store.putJob(changed)
+	off := job(2, "0 0 * * * *")
+	off.Enabled, off.Revision = false, 2
+	h.store.putJob(off)
+	h.store.deleteJob(3)
+	h.store.putJob(job(4, "0 0 * * * *"))
+	manual := job(5, "")
+	manual.ScheduleType = "none"
+	h.store.putJob(manual)
+	h.clock.Advance(DefaultRelistInterval) // no signal: only the relist sees these
+
+	require.Eventually(t, func() bool {
+		var jc cluster.JobConfig
+		err := json.Unmarshal(cluster.RecordBody(h.get(h.keys.Job("n1", 1))), &jc)
+		return err == nil && jc.Revision == 2 && h.get(h.keys.Job("n1", 2)) == nil &&
+			h.get(h.keys.Job("n1", 3)) == nil && h.get(h.keys.Job("n1", 4)) != nil
+	}, 10*time.Second, 5*time.Millisecond)
+	require.Nil(t, h.get(h.keys.Job("n1", 5)), "a job without a schedule has no entry")
+}

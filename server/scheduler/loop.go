@@ -289,16 +289,32 @@ func (l *loop) remove(id int64) {
 	l.markPlacement(id)
 }
 
-// relistJobs reloads every enabled job (safety net for missed signals).
+// relistJobs is the safety net for missed signals: it compares every
+// enabled job's revision with its entry (three columns per job, not the
+// rows), reloads the changed and new ones with one query and drops the
+// entries of jobs no longer enabled.
 func (l *loop) relistJobs(ctx context.Context) error {
-	seen := make(map[int64]bool, len(l.entries))
-	err := l.cfg.Jobs.ForEnabledJobs(ctx, func(j *store.Job) error {
-		seen[j.ID] = true
-		l.upsert(*j)
-		return nil
-	})
+	revs, err := l.cfg.Jobs.EnabledJobRevisions(ctx)
 	if err != nil {
 		return fmt.Errorf("list enabled jobs: %w", err)
+	}
+	seen := make(map[int64]bool, len(revs))
+	var changed []int64
+	for _, r := range revs {
+		if r.ScheduleType == schedule.TypeNone {
+			continue // never scheduled: an entry of one goes below
+		}
+		seen[r.ID] = true
+		if e, ok := l.entries[r.ID]; !ok || e.job.Revision != r.Revision {
+			changed = append(changed, r.ID)
+		}
+	}
+	jobs, err := l.cfg.Jobs.JobsByID(ctx, changed)
+	if err != nil {
+		return fmt.Errorf("load %d changed jobs: %w", len(changed), err)
+	}
+	for _, j := range jobs {
+		l.upsert(j)
 	}
 	for id := range l.entries {
 		if !seen[id] {

@@ -155,3 +155,23 @@ func (s *Store) ForEnabledJobs(ctx context.Context, fn func(j *Job) error) error
 		after = rows[len(rows)-1].ID
 	}
 }
+
+// JobRevision is a job's id, revision and schedule type: what the leader
+// compares to its own copy to find changed jobs.
+type JobRevision struct {
+	ID           int64  `bun:"id"`
+	Revision     int64  `bun:"revision"`
+	ScheduleType string `bun:"schedule_type"`
+}
+
+// EnabledJobRevisions returns the id, revision and schedule type of every
+// enabled job in id order: three columns, so relisting 100,000 jobs does
+// not read 100,000 full rows.
+func (s *Store) EnabledJobRevisions(ctx context.Context) ([]JobRevision, error) {
+	var out []JobRevision
+	if err := s.db.NewSelect().Model((*jobRow)(nil)).Column("j.id", "j.revision", "j.schedule_type").
+		Where("j.enabled = ?", true).Order("j.id ASC").Scan(ctx, &out); err != nil {
+		return nil, wrap(err, "list enabled job revisions")
+	}
+	return out, nil
+}

@@ -94,6 +94,12 @@ func runJobBatchSuite(t *testing.T, open func(t *testing.T) *store.Store) {
 			return nil
 		}))
 		require.Equal(t, want, got)
+		revs, err := s.EnabledJobRevisions(ctx)
+		require.NoError(t, err)
+		require.Len(t, revs, want)
+		require.EqualValues(t, 1, revs[0].Revision)
+		require.Equal(t, "cron", revs[0].ScheduleType)
+		require.Less(t, revs[0].ID, revs[1].ID)
 		stop := errors.New("stop")
 		calls := 0
 		require.ErrorIs(t, s.ForEnabledJobs(ctx, func(*store.Job) error { calls++; return stop }), stop)

@@ -157,9 +157,17 @@ func (c retentionConfig) checkRetention() error {
 	return nil
 }
 
+// placementConfig configures the leader's job placements (in "cronix
+// server" and "cronix standalone").
+type placementConfig struct {
+	// PlaceJobs writes every enabled job's config to its node in etcd.
+	PlaceJobs bool `flag:"place-jobs" env:"CRONIX_PLACE_JOBS" yaml:"place_jobs" help:"leader writes every enabled job's signed config under /Cronix/job/<node>/<id> (no node reads it yet; costs etcd space and leader memory per job); off: the leader removes existing placements"`
+}
+
 // standaloneConfig configures "cronix standalone".
 type standaloneConfig struct {
 	commonConfig
+	placementConfig
 	pprofConfig
 	pluginConfig
 	alertConfig
@@ -190,6 +198,7 @@ type standaloneConfig struct {
 // serverConfig configures "cronix server".
 type serverConfig struct {
 	commonConfig
+	placementConfig
 	pprofConfig
 	alertConfig
 	sessionConfig
@@ -430,7 +439,7 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 		ID: "standalone", DataDir: filepath.Join(dataDir, "raft"), HTTPAddr: cfg.HTTPAddr,
 		DSN: "sqlite://" + filepath.Join(dataDir, "cronix.db"), Keys: keys,
 		RaftAddr: cfg.RaftAddr, RaftBootstrap: true, Location: loc, NodeToken: token,
-		AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"), DispatchMaxOps: embedetcd.DefaultMaxTxnOps,
+		AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"), DispatchMaxOps: embedetcd.DefaultMaxTxnOps, PlaceJobs: cfg.PlaceJobs,
 		Version: buildinfo.String(), Logger: log, Alert: cfg.alertServiceConfig(),
 		RunRetention: cfg.RunRetention, OutputRetention: cfg.OutputRetention,
 		Report:             report.Config{Interval: cfg.ReportInterval},
@@ -537,7 +546,7 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 		RaftPeers: cfg.RaftPeers, Location: loc, NodeToken: cfg.NodeToken, PreviousNodeToken: strings.TrimSpace(cfg.PreviousNodeToken),
 		AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"),
 		TLSCertFile:   cfg.TLSCert, TLSKeyFile: cfg.TLSKey, NodeTLS: nodeTLS,
-		DispatchMaxOps: cfg.DispatchMaxOps, Version: buildinfo.String(), Logger: log,
+		DispatchMaxOps: cfg.DispatchMaxOps, PlaceJobs: cfg.PlaceJobs, Version: buildinfo.String(), Logger: log,
 		Alert:        cfg.alertServiceConfig(),
 		RunRetention: cfg.RunRetention, OutputRetention: cfg.OutputRetention,
 		Report:             report.Config{Interval: cfg.ReportInterval},

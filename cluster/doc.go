@@ -7,7 +7,7 @@
 // directory under the root (default "/Cronix").
 //
 //	/Cronix/node/<node_uuid>                  NodeInfo JSON; node, under its lease; removed on graceful stop or lease expiry
-//	/Cronix/job/<node_uuid>/<job_id>          JobConfig JSON; leader placement; removed when the job is deleted/disabled/moved
+//	/Cronix/job/<node_uuid>/<job_id>          JobConfig JSON; leader placement (only with --place-jobs); removed when the job is deleted/disabled/moved
 //	/Cronix/run/<node_uuid>/<fire_id>         Dispatch JSON; leader, in a batched txn fenced on /Cronix/leader;
 //	                                          removed by the node once the run's result was accepted by a server
 //	/Cronix/leader                            LeaderRecord "<term %020d>/<server_id>"; written by a new raft leader only

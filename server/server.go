@@ -84,6 +84,8 @@ type Config struct {
 	SessionMaxLifetime time.Duration
 	// DispatchMaxOps caps operations per etcd transaction.
 	DispatchMaxOps int
+	// PlaceJobs: the leader writes job placements (scheduler.Config.PlaceJobs).
+	PlaceJobs bool
 	// Version is reported in the server registration.
 	Version string
 	// Logger receives the replica's logs.
@@ -241,7 +243,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	disp := dispatch.New(s.etcd, s.cfg.Keys, s.cfg.ID, ring, dispatch.WithMaxOps(s.cfg.DispatchMaxOps))
 	sched := scheduler.New(scheduler.Config{
 		Jobs: s.store, Runs: s.store, Cursors: s.raft, Dispatcher: disp, Etcd: s.etcd, Keys: s.cfg.Keys,
-		Location: s.cfg.Location, Logger: s.cfg.Logger, Metrics: s.cfg.Metrics,
+		Location: s.cfg.Location, Logger: s.cfg.Logger, Metrics: s.cfg.Metrics, PlaceJobs: s.cfg.PlaceJobs,
 		HTTPClient: &http.Client{Transport: nodeTransport(s.cfg.NodeTLS)},
 	})
 	s.raft.OnLeadership(func(ctx context.Context, term uint64) {

@@ -41,6 +41,7 @@ type config struct {
 	seconds, floorSeconds          int
 	warmup, bucket                 time.Duration
 	floorWorkers, createWorkers    int
+	batchWorkers                   int
 	scaleJobs, scaleAPIJobs        int
 	scaleEverySecond, listRequests int
 	spreadRates                    []int
@@ -97,7 +98,8 @@ func main() {
 	flag.IntVar(&cfg.floorWorkers, "floor-workers", runtime.GOMAXPROCS(0), "parallel starters of the fork floor")
 	flag.IntVar(&cfg.createWorkers, "create-workers", 8, "parallel API clients creating jobs")
 	flag.IntVar(&cfg.scaleJobs, "scale-jobs", 100_000, "scale: enabled hourly/daily jobs")
-	flag.IntVar(&cfg.scaleAPIJobs, "scale-api-jobs", 10_000, "scale: how many of them are created through the API (timed; the rest are inserted into SQLite)")
+	flag.IntVar(&cfg.scaleAPIJobs, "scale-api-jobs", 10_000, "scale: how many of them are created through POST /api/v1/jobs/batch (timed; the rest are inserted into SQLite)")
+	flag.IntVar(&cfg.batchWorkers, "batch-workers", 2, "scale: batch create requests in flight")
 	flag.IntVar(&cfg.scaleEverySecond, "scale-every-second", 200, "scale: every-second http jobs")
 	flag.IntVar(&cfg.listRequests, "list-requests", 200, "scale: jobs list requests timed")
 	flag.BoolVar(&cfg.soak, "soak", false, "run only the soak: shell at --soak-rate for --soak-duration, RSS every --soak-sample")

@@ -403,7 +403,7 @@ func scaleWorkload(ctx context.Context, cfg config) (row, error) {
 	var rngMu sync.Mutex
 	apiN := min(cfg.scaleAPIJobs, cfg.scaleJobs)
 	created := time.Now()
-	_, err = createJobs(ctx, s.api, apiN, cfg.createWorkers, func(i int) map[string]any {
+	_, err = createJobsBatch(ctx, s.api, apiN, cfg.batchWorkers, func(i int) map[string]any {
 		rngMu.Lock()
 		sch := slow(i)
 		rngMu.Unlock()
@@ -414,13 +414,16 @@ func scaleWorkload(ctx context.Context, cfg config) (row, error) {
 		return row{}, err
 	}
 	apiTook := time.Since(created)
-	fmt.Printf("scale: created %d jobs through the API in %s\n", apiN, apiTook.Round(time.Millisecond))
+	fmt.Printf("scale: created %d jobs through POST /api/v1/jobs/batch in %s\n", apiN, apiTook.Round(time.Millisecond))
+	oneStart := time.Now()
 	ids, err := createJobs(ctx, s.api, cfg.scaleEverySecond, cfg.createWorkers, func(i int) map[string]any {
 		return everySecond(fmt.Sprintf("scale-1s-%04d", i), "http", map[string]any{"url": rec.url(fmt.Sprintf("/j/%d", i))})
 	})
 	if err != nil {
 		return row{}, err
 	}
+	oneTook := time.Since(oneStart)
+	fmt.Printf("scale: created %d jobs one POST /api/v1/jobs each in %s\n", cfg.scaleEverySecond, oneTook.Round(time.Millisecond))
 	if err := s.stop(); err != nil {
 		return row{}, err
 	}
@@ -460,8 +463,9 @@ func scaleWorkload(ctx context.Context, cfg config) (row, error) {
 	r.Notes = append(r.Notes,
 		fmt.Sprintf("start → /readyz %s, start → first fire %s", sec(readyIn), sec(firstIn)),
 		fmt.Sprintf("jobs list page (50 items, `?group=default`, %d requests) p99 %s, max %s", cfg.listRequests, ms(listP99), ms(listMax)),
-		fmt.Sprintf("%d jobs created through the API (%d parallel clients) in %s (%.0f/s); the other %d inserted into the SQLite file of the stopped standalone in one transaction (copying an API-created row) in %s",
-			apiN, cfg.createWorkers, sec(apiTook), float64(apiN)/apiTook.Seconds(), bulkN, sec(bulkTook)),
+		fmt.Sprintf("%d jobs created through `POST /api/v1/jobs/batch` (%d per request, %d requests in flight) in %s (%.0f/s); the %d every-second jobs one `POST /api/v1/jobs` each (%d parallel clients) in %s (%.0f/s); the other %d inserted into the SQLite file of the stopped standalone in one transaction (copying an API-created row) in %s",
+			apiN, batchSize, cfg.batchWorkers, sec(apiTook), float64(apiN)/apiTook.Seconds(),
+			cfg.scaleEverySecond, cfg.createWorkers, sec(oneTook), float64(cfg.scaleEverySecond)/oneTook.Seconds(), bulkN, sec(bulkTook)),
 		fmt.Sprintf("hourly/daily fires received during the run: %d", rec.bgCount()),
 	)
 	return r, nil

@@ -67,6 +67,7 @@ type Store interface {
 	LastRuns(ctx context.Context, jobIDs []int64) (map[int64]store.LastRun, error)
 
 	versionStore
+	batchStore
 	catalog.Store
 	securityStore
 }
@@ -276,6 +277,7 @@ func (s *server) routes() *mux.Router {
 
 	r.Handle(v1+"/jobs", s.user(MaxBodyBytes, s.listJobs)).Methods(http.MethodGet)
 	r.Handle(v1+"/jobs", s.user(MaxBodyBytes, s.createJob)).Methods(http.MethodPost)
+	r.Handle(v1+"/jobs/batch", s.user(MaxBatchBodyBytes, s.createJobBatch)).Methods(http.MethodPost)
 	r.Handle(v1+"/jobs/{id:[0-9]+}", s.user(MaxBodyBytes, s.getJob)).Methods(http.MethodGet)
 	r.Handle(v1+"/jobs/{id:[0-9]+}", s.user(MaxBodyBytes, s.updateJob)).Methods(http.MethodPut)
 	r.Handle(v1+"/jobs/{id:[0-9]+}", s.user(MaxBodyBytes, s.deleteJob)).Methods(http.MethodDelete)

@@ -158,23 +158,21 @@ func (s *server) jobFromRequest(ctx context.Context, req JobRequest) (*store.Job
 	if j.Handler == "" {
 		fields["handler"] = "handler is required"
 	} else if _, bad := fields["group"]; !bad {
-		nodes, err := s.liveNodes(ctx)
+		nodes, err := s.validationNodes(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
 		if anyOffers(nodes, j.Group, j.Handler) {
 			if _, bad := fields["params"]; !bad {
-				msg, err := s.checkParamsSchema(ctx, nodes, j.Group, j.Handler, j.Params)
+				// The handler's schema, then, when every other field is
+				// valid, the plugin's own Validate on one node
+				// (pluginvalidate.go).
+				msg, err := s.paramsVerdict(ctx, nodes, j, len(fields) == 0)
 				if err != nil {
 					return nil, nil, err
 				}
 				if msg != "" {
 					fields["params"] = msg
-				} else if len(fields) == 0 {
-					// The plugin's own Validate, on one node (pluginvalidate.go).
-					if msg := s.checkParamsPlugin(ctx, nodes, j.NodeUUID, j.Group, j.Handler, j.Params); msg != "" {
-						fields["params"] = msg
-					}
 				}
 			}
 		} else {
@@ -742,7 +740,7 @@ func (s *server) validateJobModel(ctx context.Context, req JobRequest, j *store.
 	if _, bad := fields["group"]; bad || j.Handler == "" {
 		return nil
 	}
-	nodes, err := s.liveNodes(ctx)
+	nodes, err := s.validationNodes(ctx)
 	if err != nil {
 		return err
 	}

@@ -111,6 +111,7 @@ var Routes = map[string]Rule{
 
 	"GET /api/v1/jobs":                    {Action: JobsRead},
 	"POST /api/v1/jobs":                   {Action: JobsWrite},
+	"POST /api/v1/jobs/batch":             {Action: JobsWrite}, // each job's group checked by the handler
 	"GET /api/v1/jobs/{id}":               {Action: JobsRead, Object: JobObject},
 	"PUT /api/v1/jobs/{id}":               {Action: JobsWrite, Object: JobObject},
 	"DELETE /api/v1/jobs/{id}":            {Action: JobsWrite, Object: JobObject},

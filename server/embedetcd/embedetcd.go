@@ -54,6 +54,12 @@ type Config struct {
 // DefaultMaxTxnOps is the per-transaction operation limit of embedded etcd.
 const DefaultMaxTxnOps = 8192
 
+// Raft log bounds of embedded etcd (see Start).
+const (
+	SnapshotCount          = 2_000
+	SnapshotCatchUpEntries = 500
+)
+
 // Etcd is a running embedded etcd server.
 type Etcd struct {
 	e         *embed.Etcd
@@ -117,6 +123,13 @@ func start(ctx context.Context, cfg Config) (*Etcd, error) {
 		ec.MaxTxnOps = DefaultMaxTxnOps
 	}
 	ec.MaxRequestBytes = 8 << 20
+	// The raft log stays in memory from one snapshot to the next: etcd's
+	// default of a snapshot every 100,000 entries holds every dispatch
+	// batch and placement of that stretch (tens to hundreds of MB at
+	// thousands of fires per second). This etcd is a single member with no
+	// follower to catch up, so it snapshots often and keeps few entries.
+	ec.SnapshotCount = SnapshotCount
+	ec.SnapshotCatchUpEntries = SnapshotCatchUpEntries
 	ec.AutoCompactionMode = "periodic"
 	ec.AutoCompactionRetention = "1h"
 	ec.UnsafeNoFsync = cfg.UnsafeNoFsync

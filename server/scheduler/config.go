@@ -17,10 +17,14 @@ import (
 
 // JobSource reads job definitions (satisfied by *store.Store).
 type JobSource interface {
-	// EnabledJobs returns every enabled job.
-	EnabledJobs(ctx context.Context) ([]store.Job, error)
+	// ForEnabledJobs calls fn with every enabled job (a page of rows at a
+	// time: the loop keeps a slim copy of each, never every full row).
+	ForEnabledJobs(ctx context.Context, fn func(j *store.Job) error) error
 	// GetJob returns a job or an error wrapping store.ErrNotFound.
 	GetJob(ctx context.Context, id int64) (*store.Job, error)
+	// JobsByID returns the jobs of ids that exist (one query per few
+	// hundred ids): a batch of job signals is loaded at once.
+	JobsByID(ctx context.Context, ids []int64) ([]store.Job, error)
 	// ListGroups returns every group (manual groups route to their
 	// Addresses).
 	ListGroups(ctx context.Context) ([]store.Group, error)
@@ -87,6 +91,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Location is the time zone of jobs without one; nil = time.Local.
 	Location *time.Location
+	// PlaceJobs writes each enabled job's config to the node chosen for it
+	// (/Cronix/job/<node>/<id>). No node reads these records yet, and they
+	// cost etcd space and leader memory per job, so they are off by
+	// default; when off, the leader removes the placements it finds.
+	PlaceJobs bool
 	// RelistInterval is how often every enabled job is reloaded as a safety
 	// net for missed signals (default 30s).
 	RelistInterval time.Duration

@@ -6,11 +6,11 @@
 // # One term of the loop
 //
 //	start ─► Claim fence(term) ─► load nodes, pending runs + processes, groups, route state,
-//	         jobs + cursors, placements, once requests; start the beat prober
+//	         jobs + cursors, placements (Config.PlaceJobs), once requests; start the beat prober
 //	      ─► loop: one select over
 //	           timer (earliest next fire, or a retry)  → tick: fire every due job in ONE batch
 //	           node watch      /Cronix/node/           → routing + placement
-//	           signal watch    /Cronix/signal/job/     → reload / drop one job
+//	           signal watch    /Cronix/signal/job/     → reload / drop the jobs signalled (one query per watch response)
 //	           group watch     /Cronix/signal/group/   → reload every group (manual address lists)
 //	           once watch      /Cronix/once/           → manual fire now
 //	           run watch       /Cronix/run/            → busy cache; a deleted run key = the run ended
@@ -81,7 +81,8 @@
 // so ROUND, LFU and LRU continue across leader changes and restarts; it is
 // written in the tick's raft entry, never in an entry of its own. A job
 // with NodeUUID is pinned to that node; its run fails when the node is not
-// live. Placement (/Cronix/job/<node>/<id>) never moves route state: the
+// live. Placement (/Cronix/job/<node>/<id>, only with Config.PlaceJobs:
+// no node reads it yet) never moves route state: the
 // pinned node, the FIRST/LAST node, else the consistent-hash node.
 //
 // # Misfires
@@ -111,9 +112,12 @@
 //   - A scheduled time at or before a job's cursor never fires again, in
 //     this term or a later one (misfire policies only fire times after it).
 //   - Cursors advance only after the runs were recorded and dispatched.
-//   - Signed: every run and placement record carries this term and a MAC
-//     for its own key, so a node runs nothing the leader did not write
-//     (node/trust; docs/security.md).
+//   - Signed: every run and placement record carries the term that wrote
+//     it and a MAC for its own key, so a node runs nothing a leader did not
+//     write (node/trust; docs/security.md). Runs are always written in this
+//     term; a placement whose config is unchanged since an earlier term is
+//     kept as that term signed it (a new leader rewrites only changed
+//     placements).
 //   - Fenced: every run and placement write compares /Cronix/leader with
 //     this server's term; once a newer term claimed it, nothing more is
 //     written and Run returns ErrFenced: at once when the leader key watch

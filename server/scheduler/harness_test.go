@@ -41,6 +41,7 @@ type memStore struct {
 	duplicates  int
 	failInserts int // the next calls fail
 	lostAcks    int // the next calls insert but then fail (the commit's answer was lost)
+	batchLoads  int // JobsByID calls
 }
 
 func newMemStore() *memStore {
@@ -75,6 +76,19 @@ func (m *memStore) EnabledJobs(context.Context) ([]store.Job, error) {
 	return out, nil
 }
 
+func (m *memStore) ForEnabledJobs(ctx context.Context, fn func(j *store.Job) error) error {
+	jobs, err := m.EnabledJobs(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range jobs {
+		if err := fn(&jobs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (m *memStore) GetJob(_ context.Context, id int64) (*store.Job, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -83,6 +97,19 @@ func (m *memStore) GetJob(_ context.Context, id int64) (*store.Job, error) {
 		return nil, fmt.Errorf("job %d: %w", id, store.ErrNotFound)
 	}
 	return &j, nil
+}
+
+func (m *memStore) JobsByID(_ context.Context, ids []int64) ([]store.Job, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.batchLoads++
+	var out []store.Job
+	for _, id := range ids {
+		if j, ok := m.jobs[id]; ok {
+			out = append(out, j)
+		}
+	}
+	return out, nil
 }
 
 func (m *memStore) InsertRuns(_ context.Context, runs []store.Run) ([]string, error) {
@@ -199,7 +226,8 @@ func newHarness(t *testing.T) *harness {
 
 func (h *harness) newScheduler() *Scheduler {
 	return New(Config{
-		Jobs: h.jobs, Runs: h.runs, Cursors: h.cursors, Dispatcher: h.disp,
+		PlaceJobs: true,
+		Jobs:      h.jobs, Runs: h.runs, Cursors: h.cursors, Dispatcher: h.disp,
 		Etcd: h.cli, Keys: h.keys, Clock: h.clock, Location: time.UTC, RelistInterval: h.relist,
 		BeatInterval: h.beat, BeatTimeout: time.Second,
 		Logger: slog.New(slog.NewTextHandler(testWriter{h.t}, &slog.HandlerOptions{Level: slog.LevelWarn})),

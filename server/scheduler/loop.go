@@ -40,8 +40,14 @@ type loop struct {
 	runs runCache // pending run keys and process keys of every node
 	seen *seenRevs
 
-	placed         map[string]placedJob // job key → config in etcd
-	placementDirty bool
+	placed         map[int64]placedJob // job id → where its config is in etcd
+	strays         []dispatch.JobRef   // extra placements read at start-up, to remove
+	placeDirty     map[int64]bool      // jobs whose placement the next reconcile checks
+	placementDirty bool                // check every job's placement (nodes or groups changed)
+
+	strs   map[string]string            // interned strings shared by many jobs (jobset.go)
+	params map[string]json.RawMessage   // interned params
+	scheds map[string]schedule.Schedule // parsed schedules by type, zone and expression
 
 	pending    []*fire          // the batch being committed
 	onceSeen   map[string]int64 // once key → mod revision already fired
@@ -54,12 +60,6 @@ type loop struct {
 	nodeW, sigW, onceW, runW, procW, grpW watch
 	leaderW                               watch // the fence: /Cronix/leader
 	timer, relist                         Timer
-}
-
-type placedJob struct {
-	node  string
-	jobID int64
-	val   string
 }
 
 type onceKey struct {
@@ -99,7 +99,11 @@ func newLoop(cfg Config, term uint64, seen *seenRevs) *loop {
 		routesDirty: map[int64]bool{},
 		forget:      map[int64]bool{},
 		runs:        newRunCache(),
-		placed:      map[string]placedJob{},
+		placed:      map[int64]placedJob{},
+		placeDirty:  map[int64]bool{},
+		strs:        map[string]string{},
+		params:      map[string]json.RawMessage{},
+		scheds:      map[string]schedule.Schedule{},
 		onceSeen:    map[string]int64{},
 		needResync:  map[string]bool{},
 		defs:        map[string]store.Group{},
@@ -120,7 +124,7 @@ func (l *loop) parse(e *entry, j *store.Job) bool {
 	if j.ScheduleType == schedule.TypeNone {
 		return false
 	}
-	s, err := schedule.Parse(j.ScheduleType, j.Schedule, j.Timezone, l.cfg.Location)
+	s, err := l.parseSchedule(j)
 	if err != nil {
 		l.log.Error("job not scheduled", "job_id", j.ID, "err", fmt.Errorf("schedule %q: %w", j.Schedule, err))
 		return false
@@ -188,22 +192,25 @@ func (l *loop) loadJobs(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read job signal revision: %w", err)
 	}
-	jobs, err := l.cfg.Jobs.EnabledJobs(ctx)
-	if err != nil {
-		return fmt.Errorf("list enabled jobs: %w", err)
-	}
 	l.cursors = l.cfg.Cursors.Cursors()
 	now := l.clock.Now()
-	for _, j := range jobs {
+	// A retry after a failure half-way through the walk starts over.
+	l.entries, l.heap = map[int64]*entry{}, nil
+	err = l.cfg.Jobs.ForEnabledJobs(ctx, func(j *store.Job) error {
 		if !j.Enabled {
-			continue
+			return nil
 		}
-		e := &entry{job: j, index: -1}
-		if !l.parse(e, &j) {
-			continue
+		l.slim(j)
+		e := &entry{job: *j, index: -1}
+		if !l.parse(e, j) {
+			return nil
 		}
 		l.entries[j.ID] = e
 		l.startEntry(e, now)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list enabled jobs: %w", err)
 	}
 	l.placementDirty = true
 	l.startWatch(ctx, &l.sigW, l.cfg.Keys.JobSignalPrefix(), resp.Header.Revision+1)
@@ -236,7 +243,8 @@ func (l *loop) upsert(j store.Job) {
 		l.remove(j.ID)
 		return
 	}
-	l.placementDirty = true
+	l.slim(&j)
+	l.markPlacement(j.ID)
 	if ok && e.job.ScheduleType == j.ScheduleType && e.job.Schedule == j.Schedule && e.job.Timezone == j.Timezone {
 		e.job = j // same times; new handler, params, route, ...
 		return
@@ -278,19 +286,19 @@ func (l *loop) remove(id int64) {
 	}
 	delete(l.entries, id)
 	l.heap.remove(e)
-	l.placementDirty = true
+	l.markPlacement(id)
 }
 
 // relistJobs reloads every enabled job (safety net for missed signals).
 func (l *loop) relistJobs(ctx context.Context) error {
-	jobs, err := l.cfg.Jobs.EnabledJobs(ctx)
+	seen := make(map[int64]bool, len(l.entries))
+	err := l.cfg.Jobs.ForEnabledJobs(ctx, func(j *store.Job) error {
+		seen[j.ID] = true
+		l.upsert(*j)
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("list enabled jobs: %w", err)
-	}
-	seen := make(map[int64]bool, len(jobs))
-	for _, j := range jobs {
-		seen[j.ID] = true
-		l.upsert(j)
 	}
 	for id := range l.entries {
 		if !seen[id] {
@@ -300,17 +308,27 @@ func (l *loop) relistJobs(ctx context.Context) error {
 	return nil
 }
 
-// reloadJob applies a job signal.
-func (l *loop) reloadJob(ctx context.Context, id int64) error {
-	j, err := l.cfg.Jobs.GetJob(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		l.forgetJob(id)
+// reloadJobs applies the signals of jobs ids (one watch response: one
+// batch of jobs created together arrives as one), reading them in one
+// query; a job no longer stored is forgotten.
+func (l *loop) reloadJobs(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
 		return nil
 	}
+	jobs, err := l.cfg.Jobs.JobsByID(ctx, ids)
 	if err != nil {
-		return fmt.Errorf("load job %d: %w", id, err)
+		return fmt.Errorf("load %d jobs: %w", len(ids), err)
 	}
-	l.upsert(*j)
+	found := make(map[int64]bool, len(jobs))
+	for _, j := range jobs {
+		found[j.ID] = true
+		l.upsert(j)
+	}
+	for _, id := range ids {
+		if !found[id] {
+			l.forgetJob(id)
+		}
+	}
 	return nil
 }
 

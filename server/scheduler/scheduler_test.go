@@ -430,7 +430,7 @@ func TestTransientFailuresResume(t *testing.T) {
 	flaky := &flakyDispatcher{Dispatcher: h.disp}
 	h.sched = New(Config{
 		Jobs: h.store, Runs: h.store, Cursors: h.cursors, Dispatcher: flaky,
-		Etcd: h.cli, Keys: h.keys, Clock: h.clock, Location: time.UTC, BeatInterval: -1,
+		Etcd: h.cli, Keys: h.keys, Clock: h.clock, Location: time.UTC, BeatInterval: -1, PlaceJobs: true,
 	})
 	h.addNode("n1", "g", "cmd")
 	for i := range 10 {

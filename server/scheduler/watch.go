@@ -112,6 +112,7 @@ func (l *loop) onSignals(ctx context.Context, wr clientv3.WatchResponse, ok bool
 		}
 		return
 	}
+	var ids []int64 // changed jobs, in event order
 	for _, ev := range wr.Events {
 		id, err := cluster.JobIDFromKey(string(ev.Kv.Key))
 		if err != nil {
@@ -119,14 +120,19 @@ func (l *loop) onSignals(ctx context.Context, wr clientv3.WatchResponse, ok bool
 			continue
 		}
 		if ev.Type == mvccpb.DELETE {
+			if err := l.reloadJobs(ctx, ids); err != nil {
+				l.resyncLater(ctx, syncSignals, &l.sigW, err)
+				return
+			}
+			ids = ids[:0]
 			l.forgetJob(id) // the signal key goes with the job
 			continue
 		}
-		if err := l.reloadJob(ctx, id); err != nil {
-			// Relisting everything later catches this change too.
-			l.resyncLater(ctx, syncSignals, &l.sigW, err)
-			return
-		}
+		ids = append(ids, id)
+	}
+	if err := l.reloadJobs(ctx, ids); err != nil {
+		// Relisting everything later catches these changes too.
+		l.resyncLater(ctx, syncSignals, &l.sigW, err)
 	}
 }
 

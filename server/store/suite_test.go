@@ -31,6 +31,7 @@ func runSuite(t *testing.T, newDSN func(t *testing.T) string) {
 	runAlertSuite(t, open)
 	runSecuritySuite(t, open)
 	runReportSuite(t, open)
+	runJobBatchSuite(t, open)
 	runSummarySuite(t, open)
 	runChildSuite(t, open)
 	runMigrationRerunSuite(t, newDSN)

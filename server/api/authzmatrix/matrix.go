@@ -251,6 +251,13 @@ func (m *matrix) build(key, p, side string) (request, string) {
 		return request{path: "/api/v1/schedules/preview?schedule=" + url.QueryEscape("@every 1m")}, cred
 	case "POST /api/v1/jobs":
 		return request{path: "/api/v1/jobs", body: jobBody, sided: true, createIn: true}, cred
+	case "POST /api/v1/jobs/batch":
+		second := map[string]any{}
+		for k, v := range jobBody {
+			second[k] = v
+		}
+		second["name"] = fmt.Sprintf("m%d", m.next())
+		return request{path: "/api/v1/jobs/batch", body: map[string]any{"jobs": []any{jobBody, second}}, sided: true, createIn: true}, cred
 	case "GET /api/v1/jobs/{id}", "GET /api/v1/jobs/{id}/runs", "GET /api/v1/jobs/{id}/versions":
 		return request{path: strings.Replace(strings.TrimPrefix(key, "GET "), "{id}", id(j.ID), 1), sided: true}, cred
 	case "PUT /api/v1/jobs/{id}":

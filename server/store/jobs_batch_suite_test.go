@@ -1,0 +1,119 @@
+package store_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cronix/cronix/server/store"
+)
+
+// runJobBatchSuite covers creating jobs in batches; runSuite calls it on
+// every dialect.
+func runJobBatchSuite(t *testing.T, open func(t *testing.T) *store.Store) {
+	t.Run("CreateJobsBy", func(t *testing.T) {
+		t.Parallel()
+		ctx := testCtx(t)
+		s := open(t)
+		var jobs []*store.Job
+		for i := range 700 { // more than one chunk of version rows
+			jobs = append(jobs, newJob(fmt.Sprintf("batch-%03d", i)))
+		}
+		require.NoError(t, s.CreateJobsBy(ctx, jobs, "alice"))
+		seen := map[int64]bool{}
+		for i, j := range jobs {
+			require.NotZero(t, j.ID)
+			require.False(t, seen[j.ID], "ids are distinct")
+			seen[j.ID] = true
+			require.EqualValues(t, 1, j.Revision)
+			got, err := s.GetJob(ctx, j.ID)
+			require.NoError(t, err)
+			require.Equal(t, fmt.Sprintf("batch-%03d", i), got.Name)
+			if i%100 == 0 {
+				vs, n, err := s.ListJobVersions(ctx, j.ID, store.Page{})
+				require.NoError(t, err)
+				require.Equal(t, 1, n)
+				require.Equal(t, "alice", vs[0].SavedBy)
+				require.Equal(t, got.Name, vs[0].Name)
+			}
+		}
+		byID, err := s.JobsByID(ctx, []int64{jobs[699].ID, jobs[0].ID, jobs[350].ID, -1})
+		require.NoError(t, err)
+		require.Len(t, byID, 3, "a missing id is left out")
+		require.Equal(t, []int64{jobs[0].ID, jobs[350].ID, jobs[699].ID}, []int64{byID[0].ID, byID[1].ID, byID[2].ID})
+	})
+
+	t.Run("CreateJobsByAllOrNothing", func(t *testing.T) {
+		t.Parallel()
+		ctx := testCtx(t)
+		s := open(t)
+		require.NoError(t, s.CreateJob(ctx, newJob("taken")))
+		_, before, err := s.FindJobs(ctx, store.JobFilter{}, store.Page{})
+		require.NoError(t, err)
+		jobs := []*store.Job{newJob("new-1"), newJob("new-2"), newJob("taken"), newJob("new-3")}
+		err = s.CreateJobsBy(ctx, jobs, "")
+		var be *store.JobBatchError
+		require.ErrorAs(t, err, &be)
+		require.Equal(t, 2, be.Index, "the job whose name is taken")
+		require.ErrorIs(t, err, store.ErrConflict)
+		_, after, err := s.FindJobs(ctx, store.JobFilter{}, store.Page{})
+		require.NoError(t, err)
+		require.Equal(t, before, after, "no job of a failed batch is stored")
+
+		err = s.CreateJobsBy(ctx, make([]*store.Job, store.MaxJobBatch+1), "")
+		require.ErrorContains(t, err, "at most")
+	})
+
+	t.Run("ForEnabledJobs", func(t *testing.T) {
+		t.Parallel()
+		ctx := testCtx(t)
+		s := open(t)
+		want := 0
+		for b := range 3 { // more than one page
+			var jobs []*store.Job
+			for i := range store.MaxJobBatch {
+				j := newJob(fmt.Sprintf("walk-%d-%04d", b, i))
+				j.Enabled = i%10 != 0
+				if j.Enabled {
+					want++
+				}
+				jobs = append(jobs, j)
+			}
+			require.NoError(t, s.CreateJobsBy(ctx, jobs, ""))
+		}
+		var got int
+		var last int64
+		require.NoError(t, s.ForEnabledJobs(ctx, func(j *store.Job) error {
+			require.True(t, j.Enabled)
+			require.Greater(t, j.ID, last, "id order, each once")
+			require.Equal(t, "0/10 * * * * ?", j.Schedule)
+			last = j.ID
+			got++
+			return nil
+		}))
+		require.Equal(t, want, got)
+		stop := errors.New("stop")
+		calls := 0
+		require.ErrorIs(t, s.ForEnabledJobs(ctx, func(*store.Job) error { calls++; return stop }), stop)
+		require.Equal(t, 1, calls)
+	})
+
+	t.Run("InsertAudits", func(t *testing.T) {
+		t.Parallel()
+		ctx := testCtx(t)
+		s := open(t)
+		var es []*store.AuditEntry
+		for i := range 600 {
+			es = append(es, &store.AuditEntry{Username: "alice", Action: "create", ObjectType: "job",
+				ObjectID: fmt.Sprint(i + 1), Diff: []byte(`{"name":"x"}`)})
+		}
+		require.NoError(t, s.InsertAudits(ctx, es))
+		got, total, err := s.FindAudit(ctx, store.AuditFilter{Username: "alice", ObjectType: "job"}, store.Page{Page: 1, PageSize: 10})
+		require.NoError(t, err)
+		require.Equal(t, 600, total)
+		require.Equal(t, "create", got[0].Action)
+		require.JSONEq(t, `{"name":"x"}`, string(got[0].Diff))
+	})
+}

@@ -197,6 +197,9 @@ func (l *loop) reconcile(ctx context.Context) error {
 	l.placementDirty = false
 	l.strays = nil
 	clear(l.placeDirty)
+	if !l.cfg.PlaceJobs && len(l.placed) == 0 {
+		l.placed = map[int64]placedJob{} // a Go map keeps its buckets: let the removed ones go
+	}
 	return nil
 }
 

@@ -8,7 +8,10 @@
 // One plugin process serves any number of concurrent runs. When a plugin
 // process dies (crash, kill -9), the runs in flight on it fail with an error
 // naming it, and the next run of its handler starts a fresh process, so a
-// handler cannot take the node down. Stop kills every plugin.
+// handler cannot take the node down. (A process found alive is not checked
+// again for the runs of the next 2 ms — a tick's batch does not queue on
+// the check — so one dying unnoticed in that window fails those runs too.)
+// Stop kills every plugin.
 package pluginhost
 
 import (
@@ -27,6 +30,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	goplugin "github.com/hashicorp/go-plugin"
@@ -443,7 +447,26 @@ type managed struct {
 	retryAt      time.Time
 	backoff      time.Duration
 	quickCrashes int // crashes in a row, each within CrashWindow of its start
+
+	// live is the running process as get last found it alive, for the
+	// runs that follow within aliveRecheck: a tick's batch of runs takes
+	// it without queueing, one by one, for mu and go-plugin's own lock.
+	// Cleared whenever client is.
+	live atomic.Pointer[liveProc]
 }
+
+// liveProc is a plugin process get found alive at checked (unix ns).
+type liveProc struct {
+	handler pluginapi.Handler
+	client  *goplugin.Client
+	checked int64
+}
+
+// aliveRecheck is how long after get found the process alive further runs
+// skip the check. A process that dies unnoticed within it (between runs)
+// fails the runs that take it, as one that dies during a run does, and the
+// next check restarts it.
+const aliveRecheck = 2 * time.Millisecond
 
 func newManaged(logger *slog.Logger, sp *spawner, spec Spec, opts Options, notify func()) *managed {
 	m := &managed{spec: spec, logger: logger.With("plugin", spec.Name), spawner: sp, opts: opts, notify: notify}
@@ -580,14 +603,19 @@ func (m *managed) launchLocked(ctx context.Context) error {
 // get returns the handler of a running process, restarting the plugin when
 // its process has exited (unless it is backing off).
 func (m *managed) get(ctx context.Context) (pluginapi.Handler, *goplugin.Client, error) {
+	if lp := m.live.Load(); lp != nil && time.Now().UnixNano()-lp.checked < int64(aliveRecheck) {
+		return lp.handler, lp.client, nil
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.stopped {
 		return nil, nil, ErrStopped
 	}
 	if m.client != nil && !m.client.Exited() {
+		m.live.Store(&liveProc{handler: m.handler, client: m.client, checked: time.Now().UnixNano()})
 		return m.handler, m.client, nil
 	}
+	m.live.Store(nil)
 	if m.client != nil {
 		// Died between runs: a crash like any other.
 		m.retireLocked(m.client, errors.New("plugin process exited while idle"))
@@ -632,6 +660,7 @@ func (m *managed) retireLocked(client *goplugin.Client, cause error) {
 		return
 	}
 	m.client = nil
+	m.live.Store(nil)
 	killClient(client) // idempotent; reaps the process and go-plugin's goroutines
 	m.opts.Metrics.PluginCrashed(m.spec.Name)
 	if time.Since(m.startedAt) < m.opts.CrashWindow {
@@ -681,6 +710,7 @@ func (m *managed) stop() {
 	m.mu.Lock()
 	client := m.client
 	m.client = nil
+	m.live.Store(nil)
 	m.stopped = true
 	if m.status.State == cluster.PluginLoaded || m.status.State == cluster.PluginBackoff {
 		m.status.State, m.status.RetryAt = cluster.PluginStopped, nil

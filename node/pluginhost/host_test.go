@@ -322,6 +322,11 @@ func TestPluginLeftoversDieWithIt(t *testing.T) {
 func TestPluginKilledWhileIdle(t *testing.T) {
 	t.Parallel()
 	h, _ := startHost(t, shellSpec())
+	// A run first: get caches the live process for the runs that follow
+	// within aliveRecheck; the restart below must not be skipped by it.
+	res, err := h.Run(t.Context(), "shell", shellReq("f-before", "echo ok"), io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.StatusSuccess, res.Status)
 	oldPid := pluginPid(t, h, "shell")
 	require.NoError(t, syscall.Kill(oldPid, syscall.SIGKILL))
 	m, err := h.lookup("shell")
@@ -330,9 +335,9 @@ func TestPluginKilledWhileIdle(t *testing.T) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		return m.client.Exited()
-	}, 5*time.Second, 10*time.Millisecond)
+	}, 5*time.Second, 10*time.Millisecond) // at least 10 ms: past aliveRecheck
 
-	res, err := h.Run(t.Context(), "shell", shellReq("f-idle", "echo ok"), io.Discard)
+	res, err = h.Run(t.Context(), "shell", shellReq("f-idle", "echo ok"), io.Discard)
 	require.NoError(t, err)
 	require.Equal(t, pluginapi.StatusSuccess, res.Status)
 	require.NotEqual(t, oldPid, pluginPid(t, h, "shell"))

@@ -5,12 +5,11 @@ import (
 	"time"
 
 	"github.com/cronix/cronix/server/schedule"
-	"github.com/cronix/cronix/server/store"
 )
 
 // entry is one enabled job known to the loop.
 type entry struct {
-	job   store.Job
+	job   jobSpec
 	sched schedule.Schedule
 	// next is the scheduled time of the job's next fire (in heap order).
 	next time.Time

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -46,31 +47,28 @@ func TestSignalBatchLoadedAtOnce(t *testing.T) {
 	}
 }
 
-// The loop keeps a slimmed job: fields it never reads are dropped, shared
-// strings and params are one allocation, and equal schedules are parsed once.
+// The loop keeps a slim copy of a job: shared strings and params are one
+// allocation, and equal schedules are parsed once.
 func TestEntriesShareWhatJobsShare(t *testing.T) {
 	t.Parallel()
 	l := newLoop(Config{Logger: slog.New(slog.DiscardHandler), Location: time.UTC}, 1, &seenRevs{})
 	a, b := job(1, "0 0 * * * *"), job(2, "0 0 * * * *")
 	b.Params = json.RawMessage(`{"cmd":"true"}`) // equal, separately allocated
+	b.Group = string([]byte("g"))                // equal, separately allocated
 	a.Description, a.Author, a.AlarmEmails, a.ChildJobIDs = "d", "me", []string{"ops@example.com"}, []int64{2}
-	ea, eb := &entry{index: -1}, &entry{index: -1}
-	l.slim(&a)
-	l.slim(&b)
-	require.True(t, l.parse(ea, &a))
-	require.True(t, l.parse(eb, &b))
-	require.Same(t, &a.Params[0], &b.Params[0], "equal params share one copy")
-	require.Equal(t, ea.sched, eb.sched)
+	ea, eb := &entry{job: l.spec(&a), index: -1}, &entry{job: l.spec(&b), index: -1}
+	require.True(t, l.parse(ea, &ea.job))
+	require.True(t, l.parse(eb, &eb.job))
+	require.Same(t, &ea.job.Params[0], &eb.job.Params[0], "equal params share one copy")
+	require.Same(t, unsafe.StringData(ea.job.Group), unsafe.StringData(eb.job.Group), "equal groups share one copy")
 	require.Same(t, ea.sched, eb.sched, "one parsed schedule for equal expressions")
-	require.Empty(t, a.Description)
-	require.Empty(t, a.Author)
-	require.Nil(t, a.AlarmEmails)
-	require.Nil(t, a.ChildJobIDs)
-	require.Equal(t, "g", a.Group)
+	require.Equal(t, jobConfig(&ea.job), cluster.JobConfig{JobID: 1, Name: "job-1", Group: "g", Handler: "cmd",
+		Params: json.RawMessage(`{"cmd":"true"}`), TimeoutSeconds: 30, Revision: 1})
 	require.Equal(t, time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC), ea.sched.Next(time.Date(2026, 1, 1, 0, 30, 0, 0, time.UTC)))
 
 	c := job(3, "not a schedule")
-	require.False(t, l.parse(&entry{index: -1}, &c), "a bad schedule is not scheduled (nor cached)")
+	cs := l.spec(&c)
+	require.False(t, l.parse(&entry{index: -1}, &cs), "a bad schedule is not scheduled (nor cached)")
 	require.Len(t, l.scheds, 1)
 }
 

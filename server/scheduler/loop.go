@@ -120,7 +120,7 @@ func newLoop(cfg Config, term uint64, seen *seenRevs) *loop {
 // parse sets the schedule of e from job j. It returns false when the job
 // is not scheduled: schedule type "none" (manual fires only), or a schedule
 // that does not parse (logged).
-func (l *loop) parse(e *entry, j *store.Job) bool {
+func (l *loop) parse(e *entry, j *jobSpec) bool {
 	if j.ScheduleType == schedule.TypeNone {
 		return false
 	}
@@ -200,9 +200,8 @@ func (l *loop) loadJobs(ctx context.Context) error {
 		if !j.Enabled {
 			return nil
 		}
-		l.slim(j)
-		e := &entry{job: *j, index: -1}
-		if !l.parse(e, j) {
+		e := &entry{job: l.spec(j), index: -1}
+		if !l.parse(e, &e.job) {
 			return nil
 		}
 		l.entries[j.ID] = e
@@ -229,7 +228,8 @@ func (l *loop) countDue(now time.Time) int {
 }
 
 // upsert applies a (re)loaded job definition.
-func (l *loop) upsert(j store.Job) {
+func (l *loop) upsert(full store.Job) {
+	j := l.spec(&full)
 	if !j.Enabled {
 		l.remove(j.ID)
 		return
@@ -243,7 +243,6 @@ func (l *loop) upsert(j store.Job) {
 		l.remove(j.ID)
 		return
 	}
-	l.slim(&j)
 	l.markPlacement(j.ID)
 	if ok && e.job.ScheduleType == j.ScheduleType && e.job.Schedule == j.Schedule && e.job.Timezone == j.Timezone {
 		e.job = j // same times; new handler, params, route, ...
@@ -354,7 +353,7 @@ func (l *loop) reloadJobs(ctx context.Context, ids []int64) error {
 // its route strategy (several for SHARDING_BROADCAST), or one failed fire
 // when there is no target. fireID "" means the scheduled fire id; node ""
 // means the job's routing (else that node, for a manual fire).
-func (l *loop) newFires(j *store.Job, at time.Time, fireID, node string, now time.Time) []*fire {
+func (l *loop) newFires(j *jobSpec, at time.Time, fireID, node string, now time.Time) []*fire {
 	trigger := cluster.TriggerManual
 	if fireID == "" {
 		fireID = cluster.FireID(j.ID, at)
@@ -419,7 +418,7 @@ func (l *loop) newFires(j *store.Job, at time.Time, fireID, node string, now tim
 	return fs
 }
 
-func jobConfig(j *store.Job) cluster.JobConfig {
+func jobConfig(j *jobSpec) cluster.JobConfig {
 	return cluster.JobConfig{
 		JobID:          j.ID,
 		Name:           j.Name,

@@ -12,7 +12,7 @@ import (
 // records as skipped (DO_NOTHING) when its MisfireMaxCatchUp is 0.
 const DefaultMisfireMaxCatchUp = 100
 
-func maxCatchUp(j *store.Job) int {
+func maxCatchUp(j *jobSpec) int {
 	if j.MisfireMaxCatchUp > 0 {
 		return j.MisfireMaxCatchUp
 	}
@@ -104,7 +104,7 @@ func (l *loop) misfire(e *entry, first, now time.Time) []*fire {
 
 // skippedFire records a missed fire of DO_NOTHING: a skipped run, not
 // dispatched; it still advances the job's cursor.
-func (l *loop) skippedFire(j *store.Job, at, now time.Time) *fire {
+func (l *loop) skippedFire(j *jobSpec, at, now time.Time) *fire {
 	now = now.UTC()
 	return &fire{run: store.Run{
 		FireID:      cluster.FireID(j.ID, at),

@@ -74,7 +74,7 @@ func (l *loop) routeStateOf(jobID int64) *routeState {
 // a manual group the live nodes listed in its Addresses (whatever group
 // they registered with), in list order; otherwise (auto, or a group not
 // defined in SQL) the live nodes registered with the group, sorted by uuid.
-func (l *loop) eligible(j *store.Job) []cluster.NodeInfo {
+func (l *loop) eligible(j *jobSpec) []cluster.NodeInfo {
 	var out []cluster.NodeInfo
 	if g, ok := l.defs[j.Group]; ok && g.AddressType == store.AddressManual {
 		for _, uuid := range g.Addresses {
@@ -102,7 +102,7 @@ type target struct {
 // route chooses the target node(s) of one fire of j by its route strategy,
 // updating the strategy's route state. A non-empty message says why there
 // is no target (the run is then recorded as failed).
-func (l *loop) route(j *store.Job) ([]target, string) {
+func (l *loop) route(j *jobSpec) ([]target, string) {
 	if j.NodeUUID != "" {
 		n, ok := l.nodes[j.NodeUUID]
 		switch {
@@ -234,7 +234,7 @@ type hashRing struct {
 
 // ring returns the (cached) ring of the job's eligible nodes. The cache is
 // dropped whenever the live nodes change.
-func (l *loop) ring(j *store.Job, el []cluster.NodeInfo) *hashRing {
+func (l *loop) ring(j *jobSpec, el []cluster.NodeInfo) *hashRing {
 	key := j.Group + "\x00" + j.Handler
 	if r, ok := l.rings[key]; ok {
 		return r
@@ -303,7 +303,7 @@ func mix(x uint64) uint64 {
 // of a stateless strategy (FIRST, LAST, CONSISTENT_HASH), else a stable
 // consistent-hash choice among the eligible nodes. Placement never moves
 // route state.
-func (l *loop) home(j *store.Job) (string, bool) {
+func (l *loop) home(j *jobSpec) (string, bool) {
 	if j.NodeUUID != "" {
 		n, ok := l.nodes[j.NodeUUID]
 		return j.NodeUUID, ok && n.HasHandler(j.Handler)

@@ -208,7 +208,8 @@ func (l *loop) onceRequest(ctx context.Context, kv *mvccpb.KeyValue) error {
 		return fmt.Errorf("load job %d for a once request: %w", id, err)
 	}
 	now := l.clock.Now()
-	fs := l.newFires(j, now, cluster.ManualFireID(id, kv.ModRevision), req.Node, now)
+	spec := l.spec(j)
+	fs := l.newFires(&spec, now, cluster.ManualFireID(id, kv.ModRevision), req.Node, now)
 	if len(req.Params) > 0 {
 		for _, f := range fs {
 			if f.item != nil {

@@ -388,8 +388,19 @@ func (a *Agent) claimLocked(fireID string) (ok, replay bool) {
 func (a *Agent) finished(fireID string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.finishedLocked(fireID)
+}
+
+// finishedLocked is finished for a caller holding a.mu. A fire whose run
+// key is already deleted (its result was delivered before this was
+// called: release runs a moment after the result is queued) is in the
+// recent set and stays out of unacked, which runKeysDeleted already
+// cleared for it.
+func (a *Agent) finishedLocked(fireID string) {
 	delete(a.active, fireID)
-	a.unacked[fireID] = struct{}{}
+	if !a.recent.has(fireID) {
+		a.unacked[fireID] = struct{}{}
+	}
 }
 
 // runKeysDeleted is called by the reporter once fires' run keys are gone.

@@ -17,6 +17,9 @@ type execution struct {
 	ctx      context.Context // cancelled (with a killCause) to kill the fire
 	cancel   context.CancelCauseFunc
 	out      *cappedOutput
+	// done is set by run once the final result is queued: release then
+	// does what finished does, in the same critical section.
+	done bool
 }
 
 // killCause is why a fire was cancelled on purpose (kill request, covered
@@ -121,6 +124,9 @@ func (a *Agent) unadmit(e *execution) {
 // in etcd for the next process.
 func (a *Agent) release(e *execution) {
 	a.mu.Lock()
+	if e.done {
+		a.finishedLocked(e.d.FireID)
+	}
 	delete(a.execs, e.d.FireID)
 	jobID := e.d.Job.JobID
 	ln := a.lanes[jobID]

@@ -124,7 +124,7 @@ func (a *Agent) run(e *execution) {
 	a.reporter.enqueue(res)
 	reported = true
 	finalStatus = out.status
-	a.finished(d.FireID)
+	e.done = true // release moves it from running to finished, under the lock it takes anyway
 	a.log.Debug("agent: fire done", "fire_id", d.FireID, "status", res.Status, "attempts", res.Attempt,
 		"latency_ms", started.Sub(e.received).Milliseconds(), "duration_ms", finished.Sub(started).Milliseconds())
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 
 	_ "modernc.org/sqlite" // the driver Cronix's store uses
 
@@ -72,57 +71,28 @@ const batchSize = 1000
 // per request, with workers requests in flight.
 func createJobsBatch(ctx context.Context, api *harness.Client, n, workers int, body func(i int) map[string]any) ([]int64, error) {
 	ids := make([]int64, n)
-	starts := make(chan int)
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
-	for range max(1, workers) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for start := range starts {
-				end := min(start+batchSize, n)
-				jobs := make([]map[string]any, 0, end-start)
-				for i := start; i < end; i++ {
-					jobs = append(jobs, body(i))
-				}
-				var out struct {
-					Items []struct {
-						ID int64 `json:"id"`
-					} `json:"items"`
-				}
-				code, err := api.Do(http.MethodPost, "/api/v1/jobs/batch", map[string]any{"jobs": jobs}, &out)
-				if err == nil && (code != http.StatusCreated || len(out.Items) != end-start) {
-					err = fmt.Errorf("status %d, %d items", code, len(out.Items))
-				}
-				if err != nil {
-					errs <- fmt.Errorf("creating jobs %d..%d: %w", start, end-1, err)
-					return
-				}
-				for i, it := range out.Items {
-					ids[start+i] = it.ID
-				}
-			}
-		}()
-	}
-	var err error
-feed:
-	for start := 0; start < n; start += batchSize {
-		select {
-		case starts <- start:
-		case err = <-errs:
-			break feed
-		case <-ctx.Done():
-			err = ctx.Err()
-			break feed
+	err := inPool(ctx, n, batchSize, workers, func(start int) error {
+		end := min(start+batchSize, n)
+		jobs := make([]map[string]any, 0, end-start)
+		for i := start; i < end; i++ {
+			jobs = append(jobs, body(i))
 		}
-	}
-	close(starts)
-	wg.Wait()
-	if err == nil {
-		select {
-		case err = <-errs:
-		default:
+		var out struct {
+			Items []struct {
+				ID int64 `json:"id"`
+			} `json:"items"`
 		}
-	}
+		code, err := api.Do(http.MethodPost, "/api/v1/jobs/batch", map[string]any{"jobs": jobs}, &out)
+		if err == nil && (code != http.StatusCreated || len(out.Items) != end-start) {
+			err = fmt.Errorf("status %d, %d items", code, len(out.Items))
+		}
+		if err != nil {
+			return fmt.Errorf("creating jobs %d..%d: %w", start, end-1, err)
+		}
+		for i, it := range out.Items {
+			ids[start+i] = it.ID
+		}
+		return nil
+	})
 	return ids, err
 }

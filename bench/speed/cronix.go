@@ -111,28 +111,40 @@ func (s *standalone) stop() error {
 // body(i) is job i's body. It returns the ids in the order of i.
 func createJobs(ctx context.Context, api *harness.Client, n, workers int, body func(i int) map[string]any) ([]int64, error) {
 	ids := make([]int64, n)
-	next := make(chan int)
-	errs := make(chan error, workers)
+	err := inPool(ctx, n, 1, workers, func(i int) error {
+		j, err := api.CreateJobBody(body(i))
+		if err != nil {
+			return fmt.Errorf("creating job %d: %w", i, err)
+		}
+		ids[i] = j.ID
+		return nil
+	})
+	return ids, err
+}
+
+// inPool calls fn(start) for start = 0, step, 2*step, ... below n on
+// workers goroutines, stopping at the first error or when ctx is done.
+func inPool(ctx context.Context, n, step, workers int, fn func(start int) error) error {
+	starts := make(chan int)
+	errs := make(chan error, max(1, workers))
 	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
+	for range max(1, workers) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				j, err := api.CreateJobBody(body(i))
-				if err != nil {
-					errs <- fmt.Errorf("creating job %d: %w", i, err)
+			for start := range starts {
+				if err := fn(start); err != nil {
+					errs <- err
 					return
 				}
-				ids[i] = j.ID
 			}
 		}()
 	}
 	var err error
 feed:
-	for i := 0; i < n; i++ {
+	for start := 0; start < n; start += step {
 		select {
-		case next <- i:
+		case starts <- start:
 		case err = <-errs:
 			break feed
 		case <-ctx.Done():
@@ -140,7 +152,7 @@ feed:
 			break feed
 		}
 	}
-	close(next)
+	close(starts)
 	wg.Wait()
 	if err == nil {
 		select {
@@ -148,7 +160,7 @@ feed:
 		default:
 		}
 	}
-	return ids, err
+	return err
 }
 
 // readRuns reads the scheduled runs of jobs from the (stopped) standalone's

@@ -22,26 +22,12 @@ import (
 // node's share of the window's runs and the largest deviation from an
 // even share.
 func spreadWorkload(ctx context.Context, cfg config, rate int) (row, error) {
-	rec, err := startReceiver()
+	rg, err := newRig(cfg, "spread")
 	if err != nil {
 		return row{}, err
 	}
-	defer rec.close()
-	dir, err := os.MkdirTemp("", "cronix-speed-spread-")
-	if err != nil {
-		return row{}, fmt.Errorf("temp dir: %w", err)
-	}
-	defer cfg.cleanup(dir)
-	a, err := freeAddrs()
-	if err != nil {
-		return row{}, err
-	}
-	dataDir := filepath.Join(dir, "data")
-	s, err := startStandalone(cfg, dataDir, a)
-	if err != nil {
-		return row{}, err
-	}
-	defer s.p.KillGroup()
+	defer rg.close(cfg)
+	rec, dir, dataDir, a, s := rg.rec, rg.dir, rg.dataDir, rg.a, rg.s
 	token, err := os.ReadFile(filepath.Join(dataDir, "node-token"))
 	if err != nil {
 		return row{}, fmt.Errorf("node token: %w", err)
@@ -85,7 +71,7 @@ func spreadWorkload(ctx context.Context, cfg config, rate int) (row, error) {
 		return row{}, fmt.Errorf("%d nodes of group default not online within a minute", cfg.spreadNodes)
 	}
 	created := time.Now()
-	ids, err := createJobs(ctx, s.api, rate, cfg.createWorkers, func(i int) map[string]any {
+	ids, err := createJobsBatch(ctx, s.api, rate, cfg.batchWorkers, func(i int) map[string]any {
 		b := everySecond(fmt.Sprintf("spread-%05d", i), "http", map[string]any{"url": rec.url(fmt.Sprintf("/j/%d", i))})
 		b["route_strategy"] = cfg.spreadRoute
 		return b

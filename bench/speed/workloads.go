@@ -126,6 +126,45 @@ func (r *receiver) snapshot(ids []int64) []sample {
 	return out
 }
 
+// rig is a receiver and a standalone on a fresh temp data dir.
+type rig struct {
+	rec          *receiver
+	dir, dataDir string
+	a            addrs
+	s            *standalone
+}
+
+// newRig starts the receiver and the standalone; close stops both and
+// removes the temp dir (unless --keep).
+func newRig(cfg config, name string) (*rig, error) {
+	rg := &rig{}
+	var err error
+	if rg.rec, err = startReceiver(); err != nil {
+		return nil, err
+	}
+	if rg.dir, err = os.MkdirTemp("", "cronix-speed-"+name+"-"); err != nil {
+		rg.rec.close()
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	rg.dataDir = filepath.Join(rg.dir, "data")
+	if rg.a, err = freeAddrs(); err == nil {
+		rg.s, err = startStandalone(cfg, rg.dataDir, rg.a)
+	}
+	if err != nil {
+		rg.close(cfg)
+		return nil, err
+	}
+	return rg, nil
+}
+
+func (rg *rig) close(cfg config) {
+	if rg.s != nil {
+		rg.s.p.KillGroup()
+	}
+	rg.rec.close()
+	cfg.cleanup(rg.dir)
+}
+
 // window is the measured span: whole seconds after a warm-up.
 func window(cfg config, seconds int) (start, end time.Time) {
 	start = time.Now().Truncate(time.Second).Add(cfg.warmup)
@@ -153,27 +192,14 @@ func everySecond(name, handler string, params any) map[string]any {
 
 // httpWorkload runs rate http jobs every second against the receiver.
 func httpWorkload(ctx context.Context, cfg config, rate int) (row, error) {
-	rec, err := startReceiver()
+	rg, err := newRig(cfg, "http")
 	if err != nil {
 		return row{}, err
 	}
-	defer rec.close()
-	dir, err := os.MkdirTemp("", "cronix-speed-http-")
-	if err != nil {
-		return row{}, fmt.Errorf("temp dir: %w", err)
-	}
-	defer cfg.cleanup(dir)
-	a, err := freeAddrs()
-	if err != nil {
-		return row{}, err
-	}
-	s, err := startStandalone(cfg, filepath.Join(dir, "data"), a)
-	if err != nil {
-		return row{}, err
-	}
-	defer s.p.KillGroup()
+	defer rg.close(cfg)
+	rec, s := rg.rec, rg.s
 	created := time.Now()
-	ids, err := createJobs(ctx, s.api, rate, cfg.createWorkers, func(i int) map[string]any {
+	ids, err := createJobsBatch(ctx, s.api, rate, cfg.batchWorkers, func(i int) map[string]any {
 		return everySecond(fmt.Sprintf("http-%05d", i), "http", map[string]any{"url": rec.url(fmt.Sprintf("/j/%d", i))})
 	})
 	if err != nil {
@@ -373,26 +399,13 @@ func forkFloor(ctx context.Context, cfg config, dir string, rate, seconds int) (
 
 // scaleWorkload: many enabled hourly/daily jobs plus every-second http jobs.
 func scaleWorkload(ctx context.Context, cfg config) (row, error) {
-	rec, err := startReceiver()
+	rg, err := newRig(cfg, "scale")
 	if err != nil {
 		return row{}, err
 	}
-	defer rec.close()
-	dir, err := os.MkdirTemp("", "cronix-speed-scale-")
-	if err != nil {
-		return row{}, fmt.Errorf("temp dir: %w", err)
-	}
-	defer cfg.cleanup(dir)
-	a, err := freeAddrs()
-	if err != nil {
-		return row{}, err
-	}
-	dataDir := filepath.Join(dir, "data")
-	s, err := startStandalone(cfg, dataDir, a)
-	if err != nil {
-		return row{}, err
-	}
-	defer func() { s.p.KillGroup() }()
+	defer rg.close(cfg)
+	rec, dataDir, a := rg.rec, rg.dataDir, rg.a
+	s := rg.s
 	rng := rand.New(rand.NewPCG(uint64(cfg.seed), 0x5ca1e))
 	slow := func(i int) string { // hourly for even i, daily for odd i, spread over the hour/day
 		if i%2 == 0 {
@@ -442,6 +455,7 @@ func scaleWorkload(ctx context.Context, cfg config) (row, error) {
 	if err != nil {
 		return row{}, err
 	}
+	rg.s = s // killed by rg.close
 	readyIn := s.ready.Sub(s.started)
 	var firstIn time.Duration
 	if waitUntil(ctx, time.Now().Add(2*time.Minute), 20*time.Millisecond, func() bool { return !rec.first().IsZero() }) {

@@ -42,6 +42,13 @@ func isUniqueViolation(err error) bool {
 	return false
 }
 
+// isSQLiteBusy reports whether err is SQLite's SQLITE_BUSY (any extended
+// code).
+func isSQLiteBusy(err error) bool {
+	var liteErr *sqlite.Error
+	return errors.As(err, &liteErr) && liteErr.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
 // isRetryable reports whether a transaction failed only because it lost a
 // race with another one (deadlock, serialization failure) and may simply
 // be run again.

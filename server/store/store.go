@@ -43,11 +43,39 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		db = db.WithQueryHook(queryHook(o)) // a clone sharing the connection pool
 	}
 	s := &Store{db: db, dialect: dialect}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrateRetryingBusy(ctx); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// openBusyRetry bounds how long Open retries a migration refused with
+// SQLITE_BUSY.
+const openBusyRetry = 30 * time.Second
+
+// migrateRetryingBusy migrates, retrying while SQLite answers SQLITE_BUSY
+// at once: processes opening one new database file together (replicas
+// starting side by side) can be refused without the busy timeout applying
+// while another one turns the file to WAL mode. Other errors, and other
+// dialects, are not retried.
+func (s *Store) migrateRetryingBusy(ctx context.Context) error {
+	deadline := time.Now().Add(openBusyRetry)
+	wait := 20 * time.Millisecond
+	for {
+		err := s.migrate(ctx)
+		if err == nil || !isSQLiteBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (gave up: %w)", err, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // Option configures Open.

@@ -1,12 +1,15 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -136,4 +139,38 @@ func TestTerminalRunHeadsPlan(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, plan)
 	require.Equal(t, "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)", plan[0])
+}
+
+// TestConcurrentOpenOfANewSQLiteFile: replicas sharing one SQLite file
+// start at once; every one of them opens and migrates it (one turning the
+// new file to WAL mode must not make the others fail with SQLITE_BUSY).
+// The openers are separate processes (this test binary re-run), as
+// replicas are: SQLite's file locks do not contend inside one process.
+func TestConcurrentOpenOfANewSQLiteFile(t *testing.T) {
+	if dsn := os.Getenv("CRONIX_TEST_OPEN_DSN"); dsn != "" {
+		s, err := store.Open(context.Background(), dsn)
+		if err == nil {
+			err = s.Close()
+		}
+		require.NoError(t, err)
+		return
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	for round := range 4 {
+		dsn := "sqlite://" + filepath.Join(t.TempDir(), fmt.Sprintf("shared-%d.db", round))
+		const n = 4
+		cmds := make([]*exec.Cmd, n)
+		outs := make([]*bytes.Buffer, n)
+		for i := range cmds {
+			outs[i] = &bytes.Buffer{}
+			cmds[i] = exec.Command(exe, "-test.run=^TestConcurrentOpenOfANewSQLiteFile$", "-test.count=1")
+			cmds[i].Env = append(os.Environ(), "CRONIX_TEST_OPEN_DSN="+dsn)
+			cmds[i].Stdout, cmds[i].Stderr = outs[i], outs[i]
+			require.NoError(t, cmds[i].Start())
+		}
+		for i, c := range cmds {
+			require.NoError(t, c.Wait(), "opener %d of round %d:\n%s", i, round, outs[i])
+		}
+	}
 }

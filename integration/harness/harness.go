@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -55,14 +56,46 @@ func moduleRoot(ctx context.Context) (string, error) {
 	return filepath.Dir(mod), nil
 }
 
-// FreeAddr returns a 127.0.0.1 address with a port that was free just now.
+// FreeAddr returns a 127.0.0.1 address with a port nobody listens on now,
+// for a process to bind later. The port is picked at random below the
+// kernel's ephemeral range (32768-60999 on Linux), so a connection or a
+// ":0" listener of another test cannot take it between this call and the
+// bind, and never twice in this process, so two addresses handed out here
+// never collide.
 func FreeAddr() (string, error) {
+	freePorts.Lock()
+	defer freePorts.Unlock()
+	if freePorts.given == nil {
+		freePorts.given = map[int]bool{}
+	}
+	for range 1000 {
+		p := freePortLow + rand.IntN(freePortHigh-freePortLow)
+		if freePorts.given[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		addr := l.Addr().String()
+		_ = l.Close()
+		freePorts.given[p] = true
+		return addr, nil
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+// The ports FreeAddr picks from, and those it has handed out.
+const freePortLow, freePortHigh = 20000, 32000
+
+var freePorts struct {
+	sync.Mutex
+	given map[int]bool
 }
 
 // Proc is a running cronix process.

@@ -283,10 +283,7 @@ func (s *server) validJob(ctx context.Context, id int64, req JobRequest) (*store
 // signalJob tells the leader that job j changed: it puts the job's revision
 // under its signal key.
 func (s *server) signalJob(ctx context.Context, j *store.Job) error {
-	if _, err := s.etcd.Put(ctx, s.keys.JobSignal(j.ID), strconv.FormatInt(j.Revision, 10)); err != nil {
-		return fmt.Errorf("job %d saved (revision %d) but signalling the scheduler failed: %w", j.ID, j.Revision, err)
-	}
-	return nil
+	return s.signalJobs(ctx, []*store.Job{j})
 }
 
 // createJob handles POST /api/v1/jobs.

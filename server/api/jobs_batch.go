@@ -181,10 +181,14 @@ func (s *server) signalJobs(ctx context.Context, jobs []*store.Job) error {
 			_, err = s.etcd.Txn(ctx).Then(ops[start:min(start+stockMaxTxnOps, len(ops))]...).Commit()
 		}
 	}
-	if err != nil {
+	switch {
+	case err == nil:
+		return nil
+	case len(jobs) == 1:
+		return fmt.Errorf("job %d saved (revision %d) but signalling the scheduler failed: %w", jobs[0].ID, jobs[0].Revision, err)
+	default:
 		return fmt.Errorf("%d jobs saved but signalling the scheduler failed: %w", len(jobs), err)
 	}
-	return nil
 }
 
 // validationMemo keeps, for one batch request, what validating many jobs

@@ -634,25 +634,32 @@ func (s *Store) ListRuns(ctx context.Context, jobID int64, p Page) ([]Run, int, 
 	return s.FindRuns(ctx, RunFilter{JobID: jobID}, p)
 }
 
+// runFilterWhere adds f's conditions but its Status to a query on runs
+// (alias r): scope, job, node and the scheduled-time bounds.
+func runFilterWhere(q *bun.SelectQuery, f RunFilter) *bun.SelectQuery {
+	q = scopeRunsWhere(q, f.Scope)
+	if f.JobID != 0 {
+		q = q.Where("r.job_id = ?", f.JobID)
+	}
+	if f.Node != "" {
+		q = q.Where("r.node = ?", f.Node)
+	}
+	if !f.From.IsZero() {
+		q = q.Where("r.scheduled_at >= ?", utc(f.From))
+	}
+	if !f.To.IsZero() {
+		q = q.Where("r.scheduled_at < ?", utc(f.To))
+	}
+	return q
+}
+
 // FindRuns returns a page of the runs f selects, newest scheduled first
 // (ties: newest id first), and how many it selects in all.
 func (s *Store) FindRuns(ctx context.Context, f RunFilter, p Page) ([]Run, int, error) {
 	filter := func(q *bun.SelectQuery) *bun.SelectQuery {
-		q = scopeRunsWhere(q, f.Scope)
-		if f.JobID != 0 {
-			q = q.Where("r.job_id = ?", f.JobID)
-		}
+		q = runFilterWhere(q, f)
 		if f.Status != "" {
 			q = q.Where("r.status = ?", f.Status)
-		}
-		if f.Node != "" {
-			q = q.Where("r.node = ?", f.Node)
-		}
-		if !f.From.IsZero() {
-			q = q.Where("r.scheduled_at >= ?", utc(f.From))
-		}
-		if !f.To.IsZero() {
-			q = q.Where("r.scheduled_at < ?", utc(f.To))
 		}
 		return q
 	}

@@ -44,19 +44,7 @@ func (s *Store) CountRunsByStatus(ctx context.Context, f RunFilter) (map[string]
 		N      int    `bun:"n"`
 	}
 	q := s.db.NewSelect().Model((*runRow)(nil)).ColumnExpr("r.status AS status").ColumnExpr("COUNT(*) AS n").Group("r.status")
-	q = scopeRunsWhere(q, f.Scope)
-	if f.JobID != 0 {
-		q = q.Where("r.job_id = ?", f.JobID)
-	}
-	if f.Node != "" {
-		q = q.Where("r.node = ?", f.Node)
-	}
-	if !f.From.IsZero() {
-		q = q.Where("r.scheduled_at >= ?", utc(f.From))
-	}
-	if !f.To.IsZero() {
-		q = q.Where("r.scheduled_at < ?", utc(f.To))
-	}
+	q = runFilterWhere(q, f)
 	if err := q.Scan(ctx, &rows); err != nil {
 		return nil, wrap(err, "count runs by status")
 	}

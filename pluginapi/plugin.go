@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -92,6 +93,7 @@ const stopGrace = 5 * time.Second
 // it from a plugin binary's main; it returns when the host stops the plugin,
 // after the Runs still in flight returned (at most a few seconds; their ctx
 // is cancelled), or ErrNotStartedByHost at once when there is no host.
+// A handler that is also an io.Closer is closed before Serve returns.
 func Serve(h Handler) error {
 	if os.Getenv(Handshake.MagicCookieKey) != Handshake.MagicCookieValue {
 		return ErrNotStartedByHost
@@ -106,6 +108,9 @@ func Serve(h Handler) error {
 	select {
 	case <-stopped:
 	case <-time.After(stopGrace):
+	}
+	if c, ok := h.(io.Closer); ok {
+		_ = c.Close()
 	}
 	return nil
 }

@@ -18,8 +18,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"os/exec"
+	"sync"
 	"time"
 
 	"github.com/cronix/cronix/pluginapi"
@@ -43,12 +44,24 @@ const (
 
 type handler struct {
 	killGrace time.Duration
+	scripts   *scriptCache
+	// interps caches the path LookPath found for an interpreter name (the
+	// plugin's PATH does not change); an entry whose file is gone when a
+	// run starts is dropped, so the next run looks again.
+	interps sync.Map // name → path
 }
 
-var _ pluginapi.Handler = (*handler)(nil)
+var (
+	_ pluginapi.Handler = (*handler)(nil)
+	_ io.Closer         = (*handler)(nil)
+)
 
-// New returns the shell handler.
-func New() pluginapi.Handler { return &handler{killGrace: killGrace} }
+// New returns the shell handler. Close it (pluginapi.Serve does) to remove
+// its script files.
+func New() pluginapi.Handler { return &handler{killGrace: killGrace, scripts: newScriptCache()} }
+
+// Close removes the handler's script files.
+func (h *handler) Close() error { return h.scripts.Close() }
 
 func (h *handler) Info(context.Context) (pluginapi.Info, error) {
 	return pluginapi.Info{
@@ -77,45 +90,40 @@ func (h *handler) Run(ctx context.Context, req pluginapi.Request, out io.Writer)
 	if ctx.Err() != nil {
 		return proc.CtxResult(ctx), nil
 	}
-	interp, err := resolveInterpreter(p.Interpreter)
+	interp, err := h.resolveInterpreter(p.Interpreter)
 	if err != nil {
 		return proc.Failed(-1, err.Error()), err
 	}
-	script, err := writeScript(p.Script)
+	script, release, err := h.scripts.acquire(p.Script)
 	if err != nil {
 		err = pluginapi.Retryable(err)
 		return proc.Failed(-1, err.Error()), err
 	}
-	defer os.Remove(script)
+	defer release()
 
 	cmd := exec.Command(interp, script)
 	cmd.Env = proc.Environ(p.Env, req)
-	return proc.Run(ctx, cmd, out, proc.Options{KillGrace: h.killGrace, OutputGrace: outputGrace})
+	res, err := proc.Run(ctx, cmd, out, proc.Options{KillGrace: h.killGrace, OutputGrace: outputGrace})
+	if errors.Is(err, fs.ErrNotExist) {
+		h.interps.Delete(p.Interpreter) // removed since it was looked up
+	}
+	return res, err
 }
 
-func resolveInterpreter(name string) (string, error) {
-	if name == "" {
-		name = "sh"
+// resolveInterpreter is the path of the named interpreter ("" is sh), from
+// the cache or LookPath.
+func (h *handler) resolveInterpreter(name string) (string, error) {
+	if path, ok := h.interps.Load(name); ok {
+		return path.(string), nil
 	}
-	path, err := exec.LookPath(name)
+	look := name
+	if look == "" {
+		look = "sh"
+	}
+	path, err := exec.LookPath(look)
 	if err != nil {
-		return "", pluginapi.Permanent(fmt.Errorf("interpreter %q not found on this node: %w", name, err))
+		return "", pluginapi.Permanent(fmt.Errorf("interpreter %q not found on this node: %w", look, err))
 	}
+	h.interps.Store(name, path)
 	return path, nil
-}
-
-// writeScript stores the script in a private temp file the interpreter
-// reads; the caller removes it.
-func writeScript(src string) (string, error) {
-	f, err := os.CreateTemp("", "cronix-shell-*")
-	if err != nil {
-		return "", fmt.Errorf("creating the script file: %w", err)
-	}
-	_, werr := f.WriteString(src)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr, os.Chmod(f.Name(), 0o700)); err != nil {
-		_ = os.Remove(f.Name())
-		return "", fmt.Errorf("writing the script file: %w", err)
-	}
-	return f.Name(), nil
 }

@@ -222,7 +222,8 @@ func TestKillEscalatesToSIGKILL(t *testing.T) {
 	// The script and its child ignore SIGTERM.
 	script := fmt.Sprintf(`trap '' TERM; sleep %[1]s & echo started; sleep %[1]s`, marker)
 	params, _ := json.Marshal(Params{Script: script})
-	h := &handler{killGrace: 200 * time.Millisecond}
+	h := New().(*handler)
+	h.killGrace = 200 * time.Millisecond
 	ctx, cancel := context.WithCancel(t.Context())
 	out := &gateWriter{want: "started\n", onFirst: cancel}
 	start := time.Now()
@@ -244,4 +245,107 @@ func TestBackgroundProcessHoldingOutputDoesNotHangTheRun(t *testing.T) {
 	require.Contains(t, res.Message, "kept its output open")
 	require.Equal(t, "done\n", out)
 	require.Less(t, time.Since(start), outputGrace+2*time.Second)
+}
+
+// TestRunReusesOnePrivateFilePerScript: every run of a script reads the
+// same private, read-only file (no file written per run); another script
+// has its own; Close removes them.
+func TestRunReusesOnePrivateFilePerScript(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	h := New().(*handler)
+	runScript := func(script string) string {
+		t.Helper()
+		params, err := json.Marshal(Params{Script: script})
+		require.NoError(t, err)
+		var out plugintest.Output
+		res, err := h.Run(t.Context(), pluginapi.Request{Params: params}, &out)
+		require.NoError(t, err)
+		require.Equal(t, pluginapi.StatusSuccess, res.Status, res.Message)
+		return strings.TrimSpace(out.String())
+	}
+	first := runScript(`echo "$0"`)
+	require.Equal(t, first, runScript(`echo "$0"`), "the second run reads the same file")
+	st, err := os.Stat(first)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o500), st.Mode().Perm())
+	dirSt, err := os.Stat(filepath.Dir(first))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), dirSt.Mode().Perm())
+	other := runScript(`echo "$0" # another script`)
+	require.NotEqual(t, first, other)
+	require.Equal(t, filepath.Dir(first), filepath.Dir(other))
+
+	// A file removed behind the plugin's back is written again.
+	require.NoError(t, os.Remove(first))
+	h.scripts.now = func() time.Time { return time.Now().Add(statEvery) }
+	again := runScript(`echo "$0"`)
+	_, err = os.Stat(again)
+	require.NoError(t, err)
+
+	require.NoError(t, h.Close())
+	_, err = os.Stat(filepath.Dir(first))
+	require.True(t, os.IsNotExist(err), "Close removes the script directory")
+	require.NotEmpty(t, runScript(`echo "$0"`), "a run after Close still runs")
+	require.NoError(t, h.Close())
+}
+
+// TestScriptCacheEvictsOnlyUnusedFiles: over its bounds the cache removes
+// the least recently used files, never one a run still uses.
+func TestScriptCacheEvictsOnlyUnusedFiles(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	c := newScriptCache()
+	defer c.Close()
+	held, releaseHeld, err := c.acquire("held")
+	require.NoError(t, err)
+	var paths []string
+	for i := range maxScripts + 10 {
+		path, release, err := c.acquire(fmt.Sprintf("script %d", i))
+		require.NoError(t, err)
+		release()
+		paths = append(paths, path)
+	}
+	require.LessOrEqual(t, len(c.files), maxScripts)
+	_, err = os.Stat(held)
+	require.NoError(t, err, "a file in use is kept")
+	_, err = os.Stat(paths[0])
+	require.True(t, os.IsNotExist(err), "the least recently used file is removed")
+	_, err = os.Stat(paths[len(paths)-1])
+	require.NoError(t, err, "the most recent file is kept")
+	ents, err := os.ReadDir(c.dir)
+	require.NoError(t, err)
+	require.Len(t, ents, len(c.files), "no file outside the cache")
+
+	// Dropped while in use: removed when its run is over.
+	c.mu.Lock()
+	c.dropLocked("held", c.files["held"])
+	c.mu.Unlock()
+	_, err = os.Stat(held)
+	require.NoError(t, err)
+	releaseHeld()
+	_, err = os.Stat(held)
+	require.True(t, os.IsNotExist(err))
+}
+
+// TestStaleScriptDirsAreRemoved: the script directory of a plugin process
+// that is gone is removed when another plugin starts its own; a live one's
+// stays.
+func TestStaleScriptDirsAreRemoved(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dead := exec.Command("true")
+	require.NoError(t, dead.Run())
+	stale := filepath.Join(tmp, fmt.Sprintf("%s%d-123", scriptDirPrefix, dead.Process.Pid))
+	live := filepath.Join(tmp, fmt.Sprintf("%s%d-456", scriptDirPrefix, os.Getppid()))
+	for _, d := range []string{stale, live} {
+		require.NoError(t, os.MkdirAll(filepath.Join(d, "x"), 0o700))
+	}
+	c := newScriptCache()
+	defer c.Close()
+	_, release, err := c.acquire("echo hi")
+	require.NoError(t, err)
+	release()
+	require.Eventually(t, func() bool { _, err := os.Stat(stale); return os.IsNotExist(err) },
+		10*time.Second, 10*time.Millisecond, "the dead plugin's directory is removed")
+	_, err = os.Stat(live)
+	require.NoError(t, err)
 }

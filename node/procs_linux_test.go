@@ -90,8 +90,13 @@ func TestStartKillsJournaledGroupsAndPluginsJournalTheirs(t *testing.T) {
 	_, err = fmt.Fscanln(pr, &jobPgid)
 	require.NoError(t, err)
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	entry := filepath.Join(procs, strconv.Itoa(jobPgid))
-	require.Eventually(t, func() bool { _, err := os.Stat(entry); return err == nil }, 10*time.Second, 20*time.Millisecond,
+	journaled := func() bool {
+		listed, err := procgroup.Journaled(procs)
+		require.NoError(t, err)
+		_, ok := listed[jobPgid]
+		return ok
+	}
+	require.Eventually(t, journaled, 10*time.Second, 20*time.Millisecond,
 		"the plugin lists its job's group in the node's journal")
 	require.True(t, alive(jobPgid))
 	stop()
@@ -101,6 +106,6 @@ func TestStartKillsJournaledGroupsAndPluginsJournalTheirs(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the cancelled run did not end")
 	}
-	require.Eventually(t, func() bool { _, err := os.Stat(entry); return os.IsNotExist(err) }, 10*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return !journaled() }, 10*time.Second, 20*time.Millisecond,
 		"a finished run's group leaves the journal")
 }

@@ -8,8 +8,8 @@
 //
 //  1. Parent-death signal. Start forks the job's main process with
 //     Setpgid (its own process group, pgid = its pid) and Pdeathsig
-//     SIGKILL, from one OS thread locked for the life of the plugin
-//     process (Linux sends the parent-death signal when the forking
+//     SIGKILL, from one of a few OS threads (one per core) locked for the
+//     life of the plugin process (Linux sends the parent-death signal when the forking
 //     *thread* exits, and Go may otherwise end a thread). The node starts
 //     its plugins the same way (node/pluginhost), so kill -9 of the node
 //     kills the plugins, which kills the jobs' main processes.

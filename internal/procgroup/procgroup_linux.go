@@ -25,7 +25,7 @@ func init() {
 		return
 	}
 	// This process is a guard: its life is its stdin's.
-	os.Exit(runGuard(os.Stdin, os.Getenv(EnvDir)))
+	os.Exit(runGuard(os.Stdin))
 }
 
 // Start starts cmd in a process group of its own with SIGKILL as its
@@ -84,29 +84,37 @@ func Release(pgid int) {
 func SetJournalDir(dir string) {
 	groups.mu.Lock()
 	defer groups.mu.Unlock()
-	groups.dir, groups.dirSet, groups.dirMade = dir, true, false
+	groups.dir, groups.dirSet = dir, true
 }
 
-// --- the spawn thread
+// --- the spawn threads
+
+// spawnThreads is how many locked OS threads fork the groups: one would
+// make every start of a burst (a second's hundreds of fires) wait for the
+// previous fork+exec, the machine's other cores idle; one per core starts
+// them in parallel, as a plain program's pool of starters would.
+var spawnThreads = max(2, runtime.GOMAXPROCS(0))
 
 var spawn struct {
 	once sync.Once
 	reqs chan func()
 }
 
-// onSpawnThread runs f on one OS thread that stays locked for the life of
-// the process: the parent-death signal of the processes it forks fires
-// when the process dies, never earlier. Its goroutine lives as long as the
-// process, like the children whose parent it is.
+// onSpawnThread runs f on one of spawnThreads OS threads that stay locked
+// for the life of the process: the parent-death signal of the processes
+// they fork fires when the process dies, never earlier. Their goroutines
+// live as long as the process, like the children whose parent they are.
 func onSpawnThread(f func()) {
 	spawn.once.Do(func() {
 		spawn.reqs = make(chan func())
-		go func() {
-			runtime.LockOSThread() // never unlocked: the thread ends with the process
-			for f := range spawn.reqs {
-				f()
-			}
-		}()
+		for range spawnThreads {
+			go func() {
+				runtime.LockOSThread() // never unlocked: the thread ends with the process
+				for f := range spawn.reqs {
+					f()
+				}
+			}()
+		}
 	})
 	done := make(chan struct{})
 	spawn.reqs <- func() {
@@ -123,13 +131,13 @@ type registry struct {
 	live    map[int]uint64 // pgid → its leader's start time
 	guard   io.WriteCloser // the guard's stdin; nil until started or after it failed
 	noGuard bool           // a guard could not be started: not tried again (warned once)
-	dir     string         // the journal, when dirSet; else EnvDir
+	dir     string         // the journal directory, when dirSet; else EnvDir
 	dirSet  bool
-	dirMade bool
+	journal journal // this process's journal file in that directory
 }
 
-// journalLocked is the journal directory ("" for none).
-func (r *registry) journalLocked() string {
+// journalDirLocked is the journal directory ("" for none).
+func (r *registry) journalDirLocked() string {
 	if r.dirSet {
 		return r.dir
 	}
@@ -142,24 +150,15 @@ func (r *registry) add(pgid int, start uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.live[pgid] = start
-	if dir := r.journalLocked(); dir != "" {
-		if !r.dirMade {
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				warnf("journal: %v", err)
-			}
-			r.dirMade = true
-		}
-		if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(pgid)), []byte(strconv.FormatUint(start, 10)+"\n"), 0o600); err != nil {
-			warnf("journal: %v", err)
-		}
-	}
+	line := fmt.Sprintf("+ %d %d\n", pgid, start)
+	r.journalLocked(line)
 	if r.guard == nil {
 		if !r.noGuard {
 			r.startGuardLocked() // tells it every live group, this one included
 		}
 		return
 	}
-	r.sendLocked(fmt.Sprintf("+ %d %d\n", pgid, start))
+	r.sendLocked(line)
 }
 
 func (r *registry) remove(pgid int) {
@@ -169,13 +168,32 @@ func (r *registry) remove(pgid int) {
 		return
 	}
 	delete(r.live, pgid)
-	if dir := r.journalLocked(); dir != "" {
-		if err := os.Remove(filepath.Join(dir, strconv.Itoa(pgid))); err != nil && !errors.Is(err, os.ErrNotExist) {
-			warnf("journal: %v", err)
-		}
+	line := fmt.Sprintf("- %d\n", pgid)
+	r.journalLocked(line)
+	if r.guard != nil {
+		r.sendLocked(line)
+	}
+}
+
+// journalLocked appends line (live already changed) to the journal, opening
+// it (with every live group) first when needed; a journal that moved to
+// another directory is told to the guard.
+func (r *registry) journalLocked(line string) {
+	dir := r.journalDirLocked()
+	if r.journal.dir == dir && r.journal.f != nil {
+		r.journal.append(line, r.live)
+		return
+	}
+	r.journal.close()
+	if dir == "" {
+		return
+	}
+	if err := r.journal.open(dir, r.live); err != nil {
+		warnf("journal: %v", err)
+		return
 	}
 	if r.guard != nil {
-		r.sendLocked(fmt.Sprintf("- %d\n", pgid))
+		r.sendLocked("j " + r.journal.path + "\n")
 	}
 }
 
@@ -198,7 +216,7 @@ func (r *registry) startGuardLocked() {
 		return
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envGuard+"=1", EnvDir+"="+r.journalLocked())
+	cmd.Env = append(os.Environ(), envGuard+"=1")
 	cmd.Stdout, cmd.Stderr = nil, os.Stderr
 	// Its own group: a signal to the plugin's group does not reach it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -217,6 +235,12 @@ func (r *registry) startGuardLocked() {
 	// Reap it whenever it exits (normally never before this process).
 	go func() { _ = cmd.Wait() }()
 	r.guard = w
+	if r.journal.f != nil {
+		r.sendLocked("j " + r.journal.path + "\n")
+		if r.guard == nil {
+			return
+		}
+	}
 	for pgid, start := range r.live {
 		r.sendLocked(fmt.Sprintf("+ %d %d\n", pgid, start))
 		if r.guard == nil {
@@ -227,48 +251,60 @@ func (r *registry) startGuardLocked() {
 
 // --- the guard process
 
-// runGuard reads "+ pgid start" and "- pgid" lines until in ends, then
-// kills every group still listed and removes its journal file in dir.
-func runGuard(in io.Reader, dir string) int {
+// runGuard reads "+ pgid start", "- pgid" and "j journal-path" lines until
+// in ends, then kills every group still listed and removes the plugin's
+// journal file.
+func runGuard(in io.Reader) int {
 	// Its life is the plugin's: a terminal's ^C or a TERM meant for the
 	// plugin's group must not take it away first.
 	// Its stderr is the plugin's, read by the node: once the node is gone,
 	// a write there must fail, not kill the guard (SIGPIPE on fd 2).
 	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGPIPE)
 	live := map[int]uint64{}
+	var journalPath string
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 2 {
+		if path, ok := strings.CutPrefix(sc.Text(), "j "); ok {
+			journalPath = path
 			continue
 		}
-		pgid, err := strconv.Atoi(f[1])
-		if err != nil || pgid <= 1 {
-			continue
-		}
-		switch {
-		case f[0] == "+" && len(f) == 3:
-			start, err := strconv.ParseUint(f[2], 10, 64)
-			if err == nil {
-				live[pgid] = start
-			}
-		case f[0] == "-":
-			delete(live, pgid)
-		}
+		applyLine(live, sc.Text())
 	}
 	var killed []int
 	for pgid, start := range live { // every kill first, then the words
 		if KillGroup(pgid, start) {
 			killed = append(killed, pgid)
 		}
-		if dir != "" {
-			_ = os.Remove(filepath.Join(dir, strconv.Itoa(pgid)))
-		}
+	}
+	if journalPath != "" {
+		_ = os.Remove(journalPath)
 	}
 	if len(killed) > 0 {
 		warnf("guard: the plugin died; killed the process groups %v it had started", killed)
 	}
 	return 0
+}
+
+// applyLine applies one "+ pgid start" or "- pgid" line to live; anything
+// else is ignored.
+func applyLine(live map[int]uint64, line string) {
+	f := strings.Fields(line)
+	if len(f) < 2 {
+		return
+	}
+	pgid, err := strconv.Atoi(f[1])
+	if err != nil || pgid <= 1 {
+		return
+	}
+	switch {
+	case f[0] == "+" && len(f) == 3:
+		start, err := strconv.ParseUint(f[2], 10, 64)
+		if err == nil {
+			live[pgid] = start
+		}
+	case f[0] == "-":
+		delete(live, pgid)
+	}
 }
 
 // --- the journal (the node side)
@@ -278,27 +314,25 @@ func runGuard(in io.Reader, dir string) int {
 // it starts its plugins, so no group of this node's plugins is listed yet.
 // It returns how many groups it killed.
 func Sweep(dir string, log *slog.Logger) (int, error) {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
+	listed, err := Journaled(dir)
 	if err != nil {
-		return 0, fmt.Errorf("procgroup: reading the journal %s: %w", dir, err)
+		return 0, err
 	}
 	killed := 0
-	for _, e := range ents {
-		path := filepath.Join(dir, e.Name())
-		pgid, perr := strconv.Atoi(e.Name())
-		b, rerr := os.ReadFile(path)
-		if perr == nil && rerr == nil && pgid > 1 {
-			if start, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil && KillGroup(pgid, start) {
-				killed++
-				if log != nil {
-					log.Warn("killed a process group a previous run of this node had started", "pgid", pgid)
-				}
+	for pgid, start := range listed {
+		if KillGroup(pgid, start) {
+			killed++
+			if log != nil {
+				log.Warn("killed a process group a previous run of this node had started", "pgid", pgid)
 			}
 		}
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return killed, fmt.Errorf("procgroup: reading the journal %s: %w", dir, err)
+	}
+	for _, e := range ents {
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return killed, fmt.Errorf("procgroup: journal: %w", err)
 		}
 	}

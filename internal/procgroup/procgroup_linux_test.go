@@ -104,12 +104,12 @@ func TestPluginDeathKillsTheWholeGroup(t *testing.T) {
 
 	require.Eventually(t, func() bool { return len(withMarker(t, m1)) == 1 && len(withMarker(t, m2)) == 1 },
 		10*time.Second, 20*time.Millisecond, "the shells' sleeps run")
+	listed, err := Journaled(dir)
+	require.NoError(t, err)
 	for _, pgid := range pgids {
-		b, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(pgid)))
-		require.NoError(t, err, "the running group is in the journal")
 		start, err := StartTime(pgid)
 		require.NoError(t, err)
-		require.Equal(t, strconv.FormatUint(start, 10)+"\n", string(b))
+		require.Equal(t, start, listed[pgid], "the running group is in the journal")
 	}
 
 	require.NoError(t, stderrR.Close()) // nobody reads the plugin's (and the guard's) stderr now
@@ -190,10 +190,58 @@ func TestDoneUnlistsTheGroup(t *testing.T) {
 	cmd := exec.Command("/bin/sh", "-c", "exit 0")
 	require.NoError(t, Start(cmd))
 	pgid := cmd.Process.Pid
-	_, err := os.Stat(filepath.Join(dir, strconv.Itoa(pgid)))
+	listed, err := Journaled(dir)
 	require.NoError(t, err)
+	require.Contains(t, listed, pgid)
 	require.NoError(t, cmd.Wait())
 	Done(pgid)
-	_, err = os.Stat(filepath.Join(dir, strconv.Itoa(pgid)))
-	require.True(t, os.IsNotExist(err))
+	listed, err = Journaled(dir)
+	require.NoError(t, err)
+	require.NotContains(t, listed, pgid)
+}
+
+// TestJournalAppendsAndCompacts: the journal is one file of this process
+// whatever the number of runs; it lists exactly the live groups, also
+// after compactions, and Sweep reads it (and an earlier-layout file) and
+// empties the directory.
+func TestJournalAppendsAndCompacts(t *testing.T) {
+	dir := t.TempDir()
+	defer func(n int) { compactMin = n }(compactMin)
+	compactMin = 16
+	var j journal
+	live := map[int]uint64{}
+	require.NoError(t, j.open(dir, live))
+	defer j.close()
+	for i := range 100 {
+		pgid := 1_000_000 + i
+		live[pgid] = uint64(i + 1)
+		j.append(fmt.Sprintf("+ %d %d\n", pgid, i+1), live)
+		if i%3 != 0 { // a third stays live
+			delete(live, pgid)
+			j.append(fmt.Sprintf("- %d\n", pgid), live)
+		}
+		ents, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		require.Len(t, ents, 1, "one journal file")
+		listed, err := Journaled(dir)
+		require.NoError(t, err)
+		require.Equal(t, live, listed)
+	}
+	require.Less(t, j.lines, 2*compactMin+compactRatio*len(live), "compacted along the way")
+
+	// An earlier-layout entry next to it, and a compaction's leftover.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "1000500"), []byte("7\n"), 0o600))
+	require.NoError(t, os.WriteFile(j.path+".tmp", []byte("+ 1000600 8\n"), 0o600))
+	listed, err := Journaled(dir)
+	require.NoError(t, err)
+	require.Equal(t, uint64(7), listed[1000500])
+	require.NotContains(t, listed, 1000600, "a compaction's leftover is not read")
+	require.Len(t, listed, len(live)+1)
+
+	killed, err := Sweep(dir, nil) // no such groups: nothing to kill
+	require.NoError(t, err)
+	require.Zero(t, killed)
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, ents)
 }

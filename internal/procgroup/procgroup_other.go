@@ -19,6 +19,9 @@ func Done(int) {}
 // Sweep does nothing here: there is no journal to read.
 func Sweep(string, *slog.Logger) (int, error) { return 0, nil }
 
+// Journaled lists nothing here.
+func Journaled(string) (map[int]uint64, error) { return map[int]uint64{}, nil }
+
 // StartTime is not known here.
 func StartTime(int) (uint64, error) {
 	return 0, errors.New("procgroup: no process start times on " + runtime.GOOS)

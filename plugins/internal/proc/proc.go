@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -60,8 +61,9 @@ func Run(ctx context.Context, cmd *exec.Cmd, out io.Writer, opts Options) (plugi
 	if ctx.Err() != nil {
 		return CtxResult(ctx), nil //nolint:nilerr // a run stopped by its context is a result, not a handler error
 	}
-	cmd.Stdout = out // one writer for both: exec copies them through one pipe, in order
-	cmd.Stderr = out
+	w := &outputWriter{w: out}
+	cmd.Stdout = w // one writer for both: exec copies them through one pipe, in order
+	cmd.Stderr = w
 	cmd.SysProcAttr = sysProcAttr()
 	cmd.WaitDelay = opts.OutputGrace
 	// On Linux the group is also guarded: it dies with this plugin process
@@ -76,6 +78,22 @@ func Run(ctx context.Context, cmd *exec.Cmd, out io.Writer, opts Options) (plugi
 		return CtxResult(ctx), nil
 	}
 	return exitResult(cmd.ProcessState, waitErr), nil
+}
+
+// outputWriter is a run's output as exec.Cmd sees it: exec copies the
+// process's pipe into it with ReadFrom, which takes a pooled buffer instead
+// of allocating io.Copy's 32 KiB per run.
+type outputWriter struct{ w io.Writer }
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (o *outputWriter) Write(p []byte) (int, error) { return o.w.Write(p) }
+
+func (o *outputWriter) ReadFrom(r io.Reader) (int64, error) {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	// The wrapper hides any ReaderFrom or WriterTo, so the buffer is used.
+	return io.CopyBuffer(struct{ io.Writer }{o.w}, struct{ io.Reader }{r}, *bp)
 }
 
 // wait waits for cmd; when ctx is done first it stops the process group and

@@ -61,6 +61,9 @@ func Run(ctx context.Context, cmd *exec.Cmd, out io.Writer, opts Options) (plugi
 	if ctx.Err() != nil {
 		return CtxResult(ctx), nil //nolint:nilerr // a run stopped by its context is a result, not a handler error
 	}
+	if cmd.Stdin == nil {
+		cmd.Stdin = devNull() // one open file for every run, not one open per run
+	}
 	w := &outputWriter{w: out}
 	cmd.Stdout = w // one writer for both: exec copies them through one pipe, in order
 	cmd.Stderr = w
@@ -79,6 +82,16 @@ func Run(ctx context.Context, cmd *exec.Cmd, out io.Writer, opts Options) (plugi
 	}
 	return exitResult(cmd.ProcessState, waitErr), nil
 }
+
+// devNull is an open os.DevNull shared by the runs' stdin (exec passes an
+// *os.File as it is), or nil (exec opens one per run) when it cannot be opened.
+var devNull = sync.OnceValue(func() io.Reader {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil
+	}
+	return f
+})
 
 // outputWriter is a run's output as exec.Cmd sees it: exec copies the
 // process's pipe into it with ReadFrom, which takes a pooled buffer instead

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -311,10 +312,11 @@ func shellWorkload(ctx context.Context, cfg config, rate, seconds int, rssPeriod
 	}
 	r := row{Workload: "shell", Rate: fmt.Sprintf("%d/s", rate), Seconds: seconds,
 		tally: tallySamples(samples, ids, start, end, cfg.bucket), resources: res}
+	r.Notes = append(r.Notes, fmt.Sprintf("CPU per 1,000 fires: %.2f s (the tree's CPU over the window ÷ its fires)", cpuPer1000(res.CPU/100*float64(seconds), rate*seconds)))
 	if bad > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d unreadable exec log lines", bad))
 	}
-	fmt.Printf("shell %d/s: p50 %s p99 %s max %s missed %d dup %d cpu %.0f%% rss %s\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.Duplicated, r.CPU, mib(r.PeakRSS))
+	fmt.Printf("shell %d/s: p50 %s p99 %s max %s missed %d dup %d cpu %.0f%% (%.2f s per 1,000 fires) rss %s\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.Duplicated, r.CPU, cpuPer1000(r.CPU/100*float64(seconds), rate*seconds), mib(r.PeakRSS))
 	if cfg.floorSeconds == 0 {
 		return r, row{}, usage, nil
 	}
@@ -336,6 +338,8 @@ func forkFloor(ctx context.Context, cfg config, dir string, rate, seconds int) (
 		return row{}, fmt.Errorf("fork floor: %w", err)
 	}
 	start, end := window(cfg, seconds)
+	cpu0 := ownCPU()
+	fired := 0
 	type task struct {
 		job int64
 		at  time.Time
@@ -379,22 +383,41 @@ func forkFloor(ctx context.Context, cfg config, dir string, rate, seconds int) (
 		for _, id := range ids {
 			tasks <- task{id, at}
 		}
+		fired += len(ids)
 	}
 	close(tasks)
 	wg.Wait()
 	waits.Wait()
+	cpu := ownCPU() - cpu0
 	samples, _, bad, err := readExecLog(execLog, 0)
 	if err != nil {
 		return row{}, err
 	}
 	r := row{Workload: "fork floor (bench process, no scheduler)", Rate: fmt.Sprintf("%d/s", rate), Seconds: seconds,
 		tally: tallySamples(samples, ids, start, end, cfg.bucket)}
-	r.Notes = append(r.Notes, fmt.Sprintf("%d parallel starters (exec.Cmd.Start of `sh -c`, waits not blocking the starters)", cfg.floorWorkers))
+	r.Notes = append(r.Notes, fmt.Sprintf("%d parallel starters (exec.Cmd.Start of `sh -c`, waits not blocking the starters)", cfg.floorWorkers),
+		fmt.Sprintf("CPU per 1,000 fires: %.2f s (this process and its reaped children over the whole floor run, warm-up included ÷ its %d fires)", cpuPer1000(cpu.Seconds(), fired), fired))
 	if startErrs+bad > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d start errors, %d unreadable lines", startErrs, bad))
 	}
-	fmt.Printf("fork floor %d/s: p50 %s p99 %s max %s missed %d\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed)
+	fmt.Printf("fork floor %d/s: p50 %s p99 %s max %s missed %d cpu %.2f s per 1,000 fires\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, cpuPer1000(cpu.Seconds(), fired))
 	return r, nil
+}
+
+// ownCPU is the user+system CPU of this process and of its reaped children.
+func ownCPU() time.Duration {
+	var self, kids syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
+	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + kids.Utime.Nano() + kids.Stime.Nano())
+}
+
+// cpuPer1000 is CPU seconds per 1,000 fires.
+func cpuPer1000(cpuSeconds float64, fires int) float64 {
+	if fires == 0 {
+		return 0
+	}
+	return cpuSeconds / float64(fires) * 1000
 }
 
 // scaleWorkload: many enabled hourly/daily jobs plus every-second http jobs.

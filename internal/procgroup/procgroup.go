@@ -18,15 +18,19 @@
 //     Start of a plugin process also starts a guard: this same executable
 //     re-executed with CRONIX_PROCGROUP_GUARD=1 (see the init hook), in its
 //     own process group, with a pipe as stdin. The plugin writes "+ pgid
-//     start" when a group starts and "- pgid" when its run is over. When
-//     the plugin dies, for any reason, the pipe closes and the guard kills
-//     every group still listed (SIGKILL to -pgid), then exits.
+//     start" when a group starts and "- pgid" when its run is over (and
+//     "j path", its journal file). When the plugin dies, for any reason,
+//     the pipe closes and the guard kills every group still listed (SIGKILL
+//     to -pgid), removes the journal file, then exits.
 //  3. The journal. When EnvDir is set (the node sets it to <data-dir>/procs
-//     for its plugins), every live group also has a file <pgid> holding its
-//     leader's start time there. A node that starts again (after a crash
-//     that took the guard too, such as an OOM kill of the whole group)
-//     calls Sweep before it starts its plugins: every group a file names
-//     that is still alive is killed.
+//     for its plugins), each process appends the same lines to a file of
+//     its own there, journal-<pid>-<random> (one write per line, no file
+//     per group; compacted to the live groups when it holds many more
+//     lines). A node that starts again (after a crash that took the guard
+//     too, such as an OOM kill of the whole group) calls Sweep before it
+//     starts its plugins: every group the journal files (and files <pgid>
+//     holding a start time, the earlier layout) list that is still alive is
+//     killed.
 //
 // A pid can be reused, so a group is killed only when its leader is the
 // recorded process (same start time in /proc/<pid>/stat) or, the leader

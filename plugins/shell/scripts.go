@@ -23,14 +23,14 @@ import (
 // A file is removed only when no run uses it (so a script the interpreter
 // has not opened yet, or reads as it goes, is never taken away) and the
 // cache holds more than maxScripts files or maxScriptBytes bytes: the
-// least recently used go first. A file that disappeared (a /tmp cleaner)
-// is noticed within statEvery and written again. The directory goes when
+// least recently used go first. Every run checks the file (one stat): one
+// that was removed or changed (a /tmp cleaner, a script that deletes "$0")
+// is written again. The directory goes when
 // the plugin stops (Close); one left by a plugin that was killed is removed
 // by the next shell plugin that starts on the machine.
 const (
 	maxScripts     = 1024
 	maxScriptBytes = 16 << 20
-	statEvery      = time.Minute
 	// scriptDirPrefix names the cache directories in os.TempDir; the
 	// owner's pid follows.
 	scriptDirPrefix = "cronix-shell-"
@@ -42,7 +42,6 @@ type scriptCache struct {
 	files map[string]*scriptFile
 	bytes int
 	seq   uint64
-	now   func() time.Time
 }
 
 type scriptFile struct {
@@ -50,11 +49,11 @@ type scriptFile struct {
 	size    int
 	refs    int       // runs using the file
 	used    uint64    // seq of the last use (LRU)
-	checked time.Time // the file was last known to exist
+	modTime time.Time // as written
 }
 
 func newScriptCache() *scriptCache {
-	return &scriptCache{files: map[string]*scriptFile{}, now: time.Now}
+	return &scriptCache{files: map[string]*scriptFile{}}
 }
 
 // acquire returns the path of a file holding src and a release function
@@ -64,22 +63,20 @@ func (c *scriptCache) acquire(src string) (string, func(), error) {
 	defer c.mu.Unlock()
 	c.seq++
 	f := c.files[src]
-	if f != nil && c.now().Sub(f.checked) >= statEvery {
-		if _, err := os.Stat(f.path); err != nil {
-			// Gone (or unreadable): forget it; a run still using it keeps
-			// its open file, and its release finds the entry replaced.
+	if f != nil {
+		if st, err := os.Stat(f.path); err != nil || st.Size() != int64(f.size) || !st.ModTime().Equal(f.modTime) {
+			// Gone or changed: forget it (a run still using it keeps its
+			// open file; its file is removed when its last run is over).
 			c.dropLocked(src, f)
 			f = nil
-		} else {
-			f.checked = c.now()
 		}
 	}
 	if f == nil {
-		path, err := c.writeLocked(src)
+		path, modTime, err := c.writeLocked(src)
 		if err != nil {
 			return "", nil, err
 		}
-		f = &scriptFile{path: path, size: len(src), checked: c.now()}
+		f = &scriptFile{path: path, size: len(src), modTime: modTime}
 		c.files[src] = f
 		c.bytes += f.size
 		c.evictLocked()
@@ -134,22 +131,27 @@ func (c *scriptCache) evictLocked() {
 
 // writeLocked writes src to a new read-only file of the cache directory,
 // creating the directory (again, if it was removed) when needed.
-func (c *scriptCache) writeLocked(src string) (string, error) {
+func (c *scriptCache) writeLocked(src string) (string, time.Time, error) {
 	for attempt := 0; ; attempt++ {
 		if c.dir == "" {
 			dir, err := os.MkdirTemp("", scriptDirPrefix+strconv.Itoa(os.Getpid())+"-")
 			if err != nil {
-				return "", fmt.Errorf("creating the script directory: %w", err)
+				return "", time.Time{}, fmt.Errorf("creating the script directory: %w", err)
 			}
 			c.dir = dir
 			go removeStaleScriptDirs(os.TempDir(), dir)
 		}
 		path, err := writeScript(c.dir, src)
 		if err == nil {
-			return path, nil
+			st, err := os.Stat(path)
+			if err != nil {
+				_ = os.Remove(path)
+				return "", time.Time{}, fmt.Errorf("writing the script file: %w", err)
+			}
+			return path, st.ModTime(), nil
 		}
 		if attempt > 0 || !errors.Is(err, fs.ErrNotExist) {
-			return "", err
+			return "", time.Time{}, err
 		}
 		c.dir = "" // the directory was removed: make a new one
 	}

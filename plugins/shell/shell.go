@@ -3,7 +3,10 @@
 // stdout and stderr as the run's output, and maps its exit code to the
 // run's outcome.
 //
-// The script runs in its own process group. When the run's ctx is done
+// The script runs as `<interpreter> <file>`, from a private file written
+// once per distinct script and shared by its runs (see scripts.go): no file
+// is written or removed per run, and the script never shows in a process's
+// arguments. The script runs in its own process group. When the run's ctx is done
 // (timeout or kill) the whole group gets SIGTERM, then SIGKILL after a short
 // grace, so no process of the script survives the run. On Linux the script's
 // main process also dies with the plugin process (parent-death signal).

@@ -275,12 +275,18 @@ func TestRunReusesOnePrivateFilePerScript(t *testing.T) {
 	require.NotEqual(t, first, other)
 	require.Equal(t, filepath.Dir(first), filepath.Dir(other))
 
-	// A file removed behind the plugin's back is written again.
+	// A file removed behind the plugin's back, even by the script itself,
+	// is written again.
+	require.Equal(t, "bye", runScript(`rm -- "$0"; echo bye`))
+	require.Equal(t, "bye", runScript(`rm -- "$0"; echo bye`))
 	require.NoError(t, os.Remove(first))
-	h.scripts.now = func() time.Time { return time.Now().Add(statEvery) }
 	again := runScript(`echo "$0"`)
 	_, err = os.Stat(again)
 	require.NoError(t, err)
+	// One changed behind its back too.
+	require.NoError(t, os.Chmod(again, 0o700))
+	require.NoError(t, os.WriteFile(again, []byte("echo tampered"), 0o700))
+	require.NotEqual(t, "tampered", runScript(`echo "$0"`))
 
 	require.NoError(t, h.Close())
 	_, err = os.Stat(filepath.Dir(first))

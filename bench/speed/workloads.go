@@ -312,11 +312,18 @@ func shellWorkload(ctx context.Context, cfg config, rate, seconds int, rssPeriod
 	}
 	r := row{Workload: "shell", Rate: fmt.Sprintf("%d/s", rate), Seconds: seconds,
 		tally: tallySamples(samples, ids, start, end, cfg.bucket), resources: res}
-	r.Notes = append(r.Notes, fmt.Sprintf("CPU per 1,000 fires: %.2f s (the tree's CPU over the window ÷ its fires)", cpuPer1000(res.CPU/100*float64(seconds), rate*seconds)))
+	ran := 0 // executions that started within the window (a backlog runs fewer than the rate)
+	for _, x := range samples {
+		if !x.At.Before(start) && x.At.Before(end) {
+			ran++
+		}
+	}
+	perK := cpuPer1000(res.CPU/100*float64(seconds), ran)
+	r.Notes = append(r.Notes, fmt.Sprintf("CPU per 1,000 fires: %.2f s (the tree's CPU over the window ÷ the %d executions that started in it)", perK, ran))
 	if bad > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d unreadable exec log lines", bad))
 	}
-	fmt.Printf("shell %d/s: p50 %s p99 %s max %s missed %d dup %d cpu %.0f%% (%.2f s per 1,000 fires) rss %s\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.Duplicated, r.CPU, cpuPer1000(r.CPU/100*float64(seconds), rate*seconds), mib(r.PeakRSS))
+	fmt.Printf("shell %d/s: p50 %s p99 %s max %s missed %d dup %d cpu %.0f%% (%.2f s per 1,000 fires) rss %s\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.Duplicated, r.CPU, perK, mib(r.PeakRSS))
 	if cfg.floorSeconds == 0 {
 		return r, row{}, usage, nil
 	}

@@ -21,6 +21,12 @@ import (
 // fire-id dedupe makes the overlap harmless.
 func (a *Agent) intake(ctx context.Context) {
 	defer close(a.intakeDone)
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		a.releaseHeld(ctx)
+	}()
+	defer func() { <-held }()
 	prefix := a.cfg.Keys.RunPrefix(a.cfg.UUID)
 	var (
 		bo  backoff
@@ -127,10 +133,10 @@ type opened struct {
 }
 
 // acceptChunk verifies each dispatch of kvs (trust.Guard: signature and
-// term) and decodes it, then, under one lock, claims and admits those this
-// process does not have yet, and starts the ones their job's lane lets run
-// now, in order. A refused record is deleted and reported, never run. It
-// waits for a free run slot for each start; false when ctx ends first.
+// term) and decodes it; a fire dispatched ahead (StartAt still to come)
+// goes to the hold until then; the others are admitted now (admitAll).
+// A refused record is deleted and reported, never run. False when ctx
+// ended first.
 func (a *Agent) acceptChunk(ctx context.Context, kvs []*mvccpb.KeyValue) bool {
 	fires := make([]opened, 0, len(kvs))
 	for _, kv := range kvs {
@@ -149,7 +155,14 @@ func (a *Agent) acceptChunk(ctx context.Context, kvs []*mvccpb.KeyValue) bool {
 		}
 		fires = append(fires, opened{kv: kv, d: d, err: err})
 	}
+	fires = a.holdEarly(fires)
+	return a.admitAll(ctx, fires)
+}
 
+// admitAll claims and admits fires (verified and decoded, due now) under
+// one lock, in order, and starts those their job's lane lets run now. It
+// waits for a free run slot for each start; false when ctx ends first.
+func (a *Agent) admitAll(ctx context.Context, fires []opened) bool {
 	// What to do once a.mu is released, in dispatch order: start e, or
 	// run after (report a fire that ended here, forget a replay).
 	type step struct {

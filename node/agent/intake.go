@@ -204,6 +204,9 @@ func (a *Agent) admitAll(ctx context.Context, fires []opened) bool {
 	}
 	a.mu.Unlock()
 
+	// The fires that have a run slot are journalled and started together;
+	// before waiting for a slot, those gathered so far are started.
+	var batch []*execution
 	for i, st := range steps {
 		if st.after != nil {
 			st.after()
@@ -213,18 +216,49 @@ func (a *Agent) admitAll(ctx context.Context, fires []opened) bool {
 		}
 		select {
 		case a.sem <- struct{}{}:
-		case <-ctx.Done():
-			for _, rest := range steps[i:] {
-				if rest.e != nil {
-					a.unadmit(rest.e) // not started; its key stays for the next start
+		default:
+			a.startBatch(batch)
+			batch = batch[:0]
+			select {
+			case a.sem <- struct{}{}:
+			case <-ctx.Done():
+				for _, rest := range steps[i:] {
+					if rest.e != nil {
+						a.unadmit(rest.e) // not started; its key stays for the next start
+					}
 				}
+				return false
 			}
-			return false
 		}
-		a.runs.Add(1)
-		go a.run(st.e)
+		batch = append(batch, st.e)
 	}
+	a.startBatch(batch)
 	return true
+}
+
+// startBatch starts fires that hold a run slot: their start lines go to
+// the journal in one write (startLog.startedBatch) before any of their
+// handlers can be called, then each runs in its own goroutine.
+func (a *Agent) startBatch(es []*execution) {
+	if len(es) == 0 {
+		return
+	}
+	if a.starts != nil {
+		now := time.Now().UTC()
+		entries := make([]startEntry, len(es))
+		for i, e := range es {
+			entries[i] = startEntry{FireID: e.d.FireID, JobID: e.d.Job.JobID, Trigger: e.d.Trigger,
+				ScheduledAt: e.d.ScheduledAt, StartedAt: now}
+			e.journaled = true
+		}
+		if err := a.starts.startedBatch(entries); err != nil {
+			a.log.Warn("agent: recording the start of fires", "fires", len(es), "error", err)
+		}
+	}
+	for _, e := range es {
+		a.runs.Add(1)
+		go a.run(e)
+	}
 }
 
 // open verifies a record through the Guard, retrying while the leader key

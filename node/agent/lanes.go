@@ -20,6 +20,9 @@ type execution struct {
 	// done is set by run once the final result is queued: release then
 	// does what finished does, in the same critical section.
 	done bool
+	// journaled: its start line is in the start journal already (written
+	// with its batch by startBatch); run does not write it again.
+	journaled bool
 }
 
 // killCause is why a fire was cancelled on purpose (kill request, covered

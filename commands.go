@@ -171,8 +171,8 @@ func defaultPlacement() placementConfig {
 	return placementConfig{DispatchAhead: scheduler.DefaultDispatchAhead}
 }
 
-// check validates the dispatch settings.
-func (c placementConfig) check() error {
+// checkDispatch validates the dispatch settings.
+func (c placementConfig) checkDispatch() error {
 	if c.DispatchAhead < 0 || c.DispatchAhead > scheduler.MaxDispatchAhead {
 		return fmt.Errorf("--dispatch-ahead %s: want 0 to %s", c.DispatchAhead, scheduler.MaxDispatchAhead)
 	}
@@ -408,7 +408,7 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 	if err := cfg.checkRetention(); err != nil {
 		return err
 	}
-	if err := cfg.placementConfig.check(); err != nil {
+	if err := cfg.checkDispatch(); err != nil {
 		return err
 	}
 	loc, err := loadLocation(cfg.Timezone)
@@ -524,7 +524,7 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 	if err := cfg.checkRetention(); err != nil {
 		return err
 	}
-	if err := cfg.placementConfig.check(); err != nil {
+	if err := cfg.checkDispatch(); err != nil {
 		return err
 	}
 	if err := requireNodeToken(&cfg.NodeToken); err != nil {

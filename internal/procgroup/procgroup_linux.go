@@ -92,8 +92,10 @@ func SetJournalDir(dir string) {
 // spawnThreads is how many locked OS threads fork the groups: one would
 // make every start of a burst (a second's hundreds of fires) wait for the
 // previous fork+exec, the machine's other cores idle; one per core starts
-// them in parallel, as a plain program's pool of starters would.
-var spawnThreads = max(2, runtime.GOMAXPROCS(0))
+// them in parallel, as a plain program's pool of starters would (at most
+// 8 threads: forks beyond that contend in the kernel for the same memory
+// map).
+var spawnThreads = min(8, max(2, runtime.GOMAXPROCS(0)))
 
 var spawn struct {
 	once sync.Once

@@ -72,7 +72,7 @@ const (
 	// DefaultCompactionRetention is how much MVCC history (old and deleted
 	// revisions) the embedded etcd keeps: it compacts every retention
 	// period up to the revision of one period before.
-	DefaultCompactionRetention = 30 * time.Second
+	DefaultCompactionRetention = 10 * time.Second
 )
 
 // Etcd is a running embedded etcd server.

@@ -21,6 +21,10 @@ BENCH_LABEL ?=
 BENCH_SOAK_RATE ?= 500
 BENCH_SOAK_DURATION ?= 30m
 FAILOVER_TRIALS ?= 20
+# make bench-failover-scale FAILOVER_SCALE_DB='postgres://postgres@127.0.0.1:5432/cronix_failover?sslmode=disable'
+FAILOVER_SCALE_DB ?=
+FAILOVER_SCALE_JOBS ?= 100000
+FAILOVER_SCALE_TRIALS ?= 5
 # make bench-retention RETENTION_JOBS=200 RETENTION_SECONDS=60 RETENTION_BACKLOG=300000 RETENTION_ROUNDS=1
 RETENTION_JOBS ?= 200
 RETENTION_SECONDS ?= 60
@@ -31,7 +35,7 @@ RETENTION_NOTE ?=
 GOLANGCI_VERSION ?= v2.6.2
 FUZZ_TIME ?= 15s
 
-.PHONY: help build run run-ha test test-race test-ui ui bench bench-speed bench-soak bench-failover bench-retention lint fmt clean docs
+.PHONY: help build run run-ha test test-race test-ui ui bench bench-speed bench-soak bench-failover bench-failover-scale bench-retention lint fmt clean docs
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -81,6 +85,11 @@ bench-soak: build ## opt-in soak: BENCH_SOAK_RATE shell jobs/s for BENCH_SOAK_DU
 
 bench-failover: build ## only the HA failover gap: kill the leader FAILOVER_TRIALS times
 	$(GO) run ./bench/failover --binary $(BIN) --trials $(FAILOVER_TRIALS) --out docs/benchmarks.md
+
+bench-failover-scale: build ## failover gap with FAILOVER_SCALE_JOBS more hourly/daily jobs on the PostgreSQL of FAILOVER_SCALE_DB (a database it may fill; required)
+	@test -n "$(FAILOVER_SCALE_DB)" || { echo "set FAILOVER_SCALE_DB to a PostgreSQL DSN of an empty database" >&2; exit 2; }
+	$(GO) run ./bench/failover --binary $(BIN) --trials $(FAILOVER_SCALE_TRIALS) --idle-jobs $(FAILOVER_SCALE_JOBS) \
+		--db "$(FAILOVER_SCALE_DB)" --out docs/benchmarks.md
 
 bench-retention: build ## lateness of RETENTION_JOBS jobs firing every second with and without retention deleting RETENTION_BACKLOG old runs; writes docs/benchmarks.md
 	$(GO) run ./bench/retention --binary $(BIN) --jobs $(RETENTION_JOBS) --seconds $(RETENTION_SECONDS) --backlog $(RETENTION_BACKLOG) --rounds $(RETENTION_ROUNDS) --handler $(RETENTION_HANDLER) --note "$(RETENTION_NOTE)" --out docs/benchmarks.md

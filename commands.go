@@ -37,6 +37,7 @@ import (
 	"github.com/cronix/cronix/server/handlers"
 	"github.com/cronix/cronix/server/report"
 	"github.com/cronix/cronix/server/schedule"
+	"github.com/cronix/cronix/server/scheduler"
 )
 
 // readyTimeout bounds how long standalone waits to be ready before it
@@ -157,11 +158,25 @@ func (c retentionConfig) checkRetention() error {
 	return nil
 }
 
-// placementConfig configures the leader's job placements (in "cronix
-// server" and "cronix standalone").
+// placementConfig configures the trigger leader's placements and
+// dispatch (in "cronix server" and "cronix standalone").
 type placementConfig struct {
 	// PlaceJobs writes every enabled job's config to its node in etcd.
 	PlaceJobs bool `flag:"place-jobs" env:"CRONIX_PLACE_JOBS" yaml:"place_jobs" help:"leader writes every enabled job's signed config under /Cronix/job/<node>/<id> (no node reads it yet; costs etcd space and leader memory per job); off: the leader removes existing placements"`
+	// DispatchAhead is scheduler.Config.DispatchAhead.
+	DispatchAhead time.Duration `flag:"dispatch-ahead" env:"CRONIX_DISPATCH_AHEAD" yaml:"dispatch_ahead" help:"record and dispatch each fire this long before its time; the node holds it and starts it at its time (0 = dispatch at the time; at most 5s; used while every live node supports it)"`
+}
+
+func defaultPlacement() placementConfig {
+	return placementConfig{DispatchAhead: scheduler.DefaultDispatchAhead}
+}
+
+// checkDispatch validates the dispatch settings.
+func (c placementConfig) checkDispatch() error {
+	if c.DispatchAhead < 0 || c.DispatchAhead > scheduler.MaxDispatchAhead {
+		return fmt.Errorf("--dispatch-ahead %s: want 0 to %s", c.DispatchAhead, scheduler.MaxDispatchAhead)
+	}
+	return nil
 }
 
 // standaloneConfig configures "cronix standalone".
@@ -324,13 +339,13 @@ type nodeConfig struct {
 }
 
 func defaultStandalone() standaloneConfig {
-	return standaloneConfig{commonConfig: defaultCommon(), sessionConfig: defaultSession(), DataDir: "./data", HTTPAddr: "127.0.0.1:8080",
+	return standaloneConfig{commonConfig: defaultCommon(), sessionConfig: defaultSession(), placementConfig: defaultPlacement(), DataDir: "./data", HTTPAddr: "127.0.0.1:8080",
 		EtcdClientAddr: "127.0.0.1:2379", EtcdPeerAddr: "127.0.0.1:2380", RaftAddr: "127.0.0.1:7946",
 		NodeGroup: "default", OutputCap: 1 << 20}
 }
 
 func defaultServer() serverConfig {
-	return serverConfig{commonConfig: defaultCommon(), sessionConfig: defaultSession(), etcdClientConfig: defaultEtcdClient(), DataDir: "./data",
+	return serverConfig{commonConfig: defaultCommon(), sessionConfig: defaultSession(), placementConfig: defaultPlacement(), etcdClientConfig: defaultEtcdClient(), DataDir: "./data",
 		HTTPAddr: "127.0.0.1:8080", RaftAddr: "127.0.0.1:7946", DispatchMaxOps: 128}
 }
 
@@ -393,6 +408,9 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 	if err := cfg.checkRetention(); err != nil {
 		return err
 	}
+	if err := cfg.checkDispatch(); err != nil {
+		return err
+	}
 	loc, err := loadLocation(cfg.Timezone)
 	if err != nil {
 		return err
@@ -439,7 +457,7 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 		ID: "standalone", DataDir: filepath.Join(dataDir, "raft"), HTTPAddr: cfg.HTTPAddr,
 		DSN: "sqlite://" + filepath.Join(dataDir, "cronix.db"), Keys: keys,
 		RaftAddr: cfg.RaftAddr, RaftBootstrap: true, Location: loc, NodeToken: token,
-		AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"), DispatchMaxOps: embedetcd.DefaultMaxTxnOps, PlaceJobs: cfg.PlaceJobs,
+		AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"), DispatchMaxOps: embedetcd.DefaultMaxTxnOps, PlaceJobs: cfg.PlaceJobs, DispatchAhead: cfg.DispatchAhead,
 		Version: buildinfo.String(), Logger: log, Alert: cfg.alertServiceConfig(),
 		RunRetention: cfg.RunRetention, OutputRetention: cfg.OutputRetention,
 		Report:             report.Config{Interval: cfg.ReportInterval},
@@ -506,6 +524,9 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 	if err := cfg.checkRetention(); err != nil {
 		return err
 	}
+	if err := cfg.checkDispatch(); err != nil {
+		return err
+	}
 	if err := requireNodeToken(&cfg.NodeToken); err != nil {
 		return err
 	}
@@ -546,7 +567,7 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 		RaftPeers: cfg.RaftPeers, Location: loc, NodeToken: cfg.NodeToken, PreviousNodeToken: strings.TrimSpace(cfg.PreviousNodeToken),
 		AdminPassword: getenv("CRONIX_ADMIN_PASSWORD"),
 		TLSCertFile:   cfg.TLSCert, TLSKeyFile: cfg.TLSKey, NodeTLS: nodeTLS,
-		DispatchMaxOps: cfg.DispatchMaxOps, PlaceJobs: cfg.PlaceJobs, Version: buildinfo.String(), Logger: log,
+		DispatchMaxOps: cfg.DispatchMaxOps, PlaceJobs: cfg.PlaceJobs, DispatchAhead: cfg.DispatchAhead, Version: buildinfo.String(), Logger: log,
 		Alert:        cfg.alertServiceConfig(),
 		RunRetention: cfg.RunRetention, OutputRetention: cfg.OutputRetention,
 		Report:             report.Config{Interval: cfg.ReportInterval},

@@ -81,3 +81,20 @@ func TestConfigurationDocIsCurrent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, configurationDoc(), string(b), "docs/configuration.md is stale: run 'make docs'")
 }
+
+// --dispatch-ahead outside 0..5s is refused before anything starts.
+func TestDispatchAheadIsChecked(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"6s", "-1s"} {
+		dir := t.TempDir()
+		err := runStandalone(context.Background(), []string{"--data-dir", dir, "--dispatch-ahead", v},
+			func(string) string { return "" }, io.Discard, io.Discard)
+		require.ErrorContains(t, err, "--dispatch-ahead "+v+": want 0 to 5s")
+		entries, rerr := os.ReadDir(dir)
+		require.NoError(t, rerr)
+		require.Empty(t, entries, "nothing written for a refused flag")
+		err = runServer(context.Background(), []string{"--data-dir", dir, "--dispatch-ahead", v, "--node-token", "x"},
+			func(string) string { return "" }, io.Discard, io.Discard)
+		require.ErrorContains(t, err, "--dispatch-ahead")
+	}
+}

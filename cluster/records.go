@@ -96,6 +96,24 @@ type NodeInfo struct {
 	PluginStatus []PluginStatus `json:"plugin_status,omitempty"`
 	// Scheme is "https" when the node's endpoint serves TLS; "" means http.
 	Scheme string `json:"scheme,omitempty"`
+	// Features lists what this node's agent understands beyond the base
+	// protocol (FeatureStartAt); the leader uses a feature only when every
+	// live node offers it, so a cluster being upgraded keeps working.
+	Features []string `json:"features,omitempty"`
+}
+
+// FeatureStartAt: the node holds a dispatch whose StartAt is in the future
+// until that time (dispatch ahead, see Dispatch.StartAt).
+const FeatureStartAt = "start_at"
+
+// HasFeature reports whether the node advertises feature f.
+func (n NodeInfo) HasFeature(f string) bool {
+	for _, x := range n.Features {
+		if x == f {
+			return true
+		}
+	}
+	return false
 }
 
 // Plugin states (PluginStatus.State).
@@ -229,6 +247,11 @@ type Dispatch struct {
 	// ShardIndex and ShardTotal are set for SHARDING_BROADCAST (index counts from 0).
 	ShardIndex int `json:"shard_index,omitempty"`
 	ShardTotal int `json:"shard_total,omitempty"`
+	// StartAt, when set, is the earliest time the node may start the
+	// handler: the leader dispatched the fire ahead of its scheduled time
+	// (it is then ScheduledAt) and the node holds it until then. Zero means
+	// start at once. Only sent to nodes offering FeatureStartAt.
+	StartAt time.Time `json:"start_at,omitzero"`
 }
 
 // RunResult is what a node reports about a fire. Reports are idempotent by
@@ -372,6 +395,11 @@ type KillRequest struct {
 	FireID      string    `json:"fire_id"`
 	RequestedAt time.Time `json:"requested_at"`
 	RequestedBy string    `json:"requested_by,omitempty"`
+	// Cancel, when set, asks the node to drop the fire only if it has not
+	// started yet (a fire dispatched ahead whose job was disabled or
+	// deleted meanwhile): it is reported skipped with this message. A fire
+	// already running is left alone.
+	Cancel string `json:"cancel,omitempty"`
 }
 
 // SystemRequest is the value of /Cronix/system/switch/<node> (signed).

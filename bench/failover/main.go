@@ -32,8 +32,10 @@ func main() {
 	seed := flag.Int64("seed", time.Now().UnixNano(), "seed of the kill offsets")
 	out := flag.String("out", "docs/benchmarks.md", "Markdown file to update ('' = print only)")
 	keep := flag.Bool("keep", false, "keep the temporary directory (process logs) after the run")
+	idle := flag.Int("idle-jobs", 0, "also create this many enabled jobs on hourly and daily schedules (the scale case: "+
+		"the new leader loads them all before its first fire); the report goes to its own section")
 	flag.Parse()
-	if err := run(*binary, *trials, *jobs, *db, *seed, *out, *keep); err != nil {
+	if err := run(*binary, *trials, *jobs, *idle, *db, *seed, *out, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "failover:", err)
 		os.Exit(1)
 	}
@@ -48,7 +50,7 @@ type trial struct {
 }
 
 type result struct {
-	Jobs, Trials                   int
+	Jobs, Trials, IdleJobs         int
 	DB                             string
 	GapP50, GapP99, GapMax         time.Duration
 	AfterP50, AfterP99, AfterMax   time.Duration
@@ -58,7 +60,7 @@ type result struct {
 	DuplicatedExecutions, Executed int
 }
 
-func run(binary string, trials, jobs int, db string, seed int64, out string, keep bool) error {
+func run(binary string, trials, jobs, idle int, db string, seed int64, out string, keep bool) error {
 	dir, err := os.MkdirTemp("", "cronix-failover-")
 	if err != nil {
 		return err
@@ -96,6 +98,9 @@ func run(binary string, trials, jobs int, db string, seed int64, out string, kee
 			return err
 		}
 		ids = append(ids, j.ID)
+	}
+	if err := createIdleJobs(c, idle); err != nil {
+		return err
 	}
 	start := time.Now().Truncate(time.Second).Add(3 * time.Second)
 	time.Sleep(time.Until(start.Add(2 * time.Second))) // warm-up: a few fault-free fires
@@ -135,7 +140,7 @@ func run(binary string, trials, jobs int, db string, seed int64, out string, kee
 	time.Sleep(3 * time.Second) // results of the last second's runs arrive
 
 	var dispatched []time.Time
-	res := result{Jobs: jobs, Trials: trials, DB: "SQLite"}
+	res := result{Jobs: jobs, Trials: trials, IdleJobs: idle, DB: "SQLite"}
 	if db != "" {
 		res.DB = strings.SplitN(db, ":", 2)[0]
 	}
@@ -196,8 +201,43 @@ func run(binary string, trials, jobs int, db string, seed int64, out string, kee
 	report := render(res)
 	fmt.Print(report)
 	if out != "" {
-		return benchreport.UpdateSection(out, "failover", report)
+		section := "failover"
+		if idle > 0 {
+			section = "failover-scale"
+		}
+		return benchreport.UpdateSection(out, section, report)
 	}
+	return nil
+}
+
+// createIdleJobs creates n enabled jobs that fire hourly or daily (every
+// other one), through POST /api/v1/jobs/batch, 1,000 per request.
+func createIdleJobs(c *harness.Cluster, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	began := time.Now()
+	params := json.RawMessage(`{"script":"true"}`)
+	for from := 0; from < n; from += 1000 {
+		jobs := make([]map[string]any, 0, 1000)
+		for i := from; i < min(from+1000, n); i++ {
+			sched := fmt.Sprintf("0 %d * * * *", i%60) // hourly
+			if i%2 == 1 {
+				sched = fmt.Sprintf("0 %d %d * * *", i%60, i%24) // daily
+			}
+			jobs = append(jobs, map[string]any{"name": fmt.Sprintf("idle-%06d", i), "schedule": sched,
+				"handler": "shell", "params": params})
+		}
+		var out map[string]any
+		code, err := c.API().Do("POST", "/api/v1/jobs/batch", map[string]any{"jobs": jobs}, &out)
+		if err != nil {
+			return fmt.Errorf("create idle jobs %d..: %w", from, err)
+		}
+		if code != 200 && code != 201 {
+			return fmt.Errorf("create idle jobs %d..: status %d: %v", from, code, out)
+		}
+	}
+	fmt.Printf("created %d idle jobs in %s\n", n, time.Since(began).Round(time.Millisecond))
 	return nil
 }
 
@@ -243,14 +283,28 @@ func allRuns(c *harness.Cluster, id int64) ([]harness.Run, error) {
 func render(r result) string {
 	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
 	var b strings.Builder
-	fmt.Fprintf(&b, "### Leader failover gap (HA: 3 servers)\n\n")
+	if r.IdleJobs > 0 {
+		fmt.Fprintf(&b, "### Leader failover gap with %d more jobs (HA: 3 servers, %s)\n\n", r.IdleJobs, r.DB)
+	} else {
+		fmt.Fprintf(&b, "### Leader failover gap (HA: 3 servers)\n\n")
+	}
 	fmt.Fprintf(&b, "Measured %s on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchreport.Machine())
-	fmt.Fprintf(&b, "`make bench-failover` (`go run ./bench/failover --trials %d --jobs %d`): `cronix etcd`, three `cronix server` "+
+	cmd := fmt.Sprintf("make bench-failover` (`go run ./bench/failover --trials %d --jobs %d", r.Trials, r.Jobs)
+	if r.IdleJobs > 0 {
+		cmd = fmt.Sprintf("make bench-failover-scale` (`go run ./bench/failover --trials %d --jobs %d --idle-jobs %d --db <%s DSN>",
+			r.Trials, r.Jobs, r.IdleJobs, r.DB)
+	}
+	fmt.Fprintf(&b, "`%s`): `cronix etcd`, three `cronix server` "+
 		"replicas sharing one %s database, one node; %d jobs on `*/1 * * * * *` (`CATCH_UP`, handler `shell`). "+
 		"Each trial kills the raft leader with SIGKILL at a random sub-second offset, waits for the new leader to fire, "+
 		"restarts the killed replica and waits for three replicas agreeing on a leader. The gap is the time between the "+
 		"last fire dispatched before the kill and the first dispatched after it (runs' `dispatched_at`); without faults "+
-		"it is the tick period.\n\n", r.Trials, r.Jobs, r.DB, r.Jobs)
+		"it is the tick period.\n\n", cmd, r.DB, r.Jobs)
+	if r.IdleJobs > 0 {
+		fmt.Fprintf(&b, "Here with `--idle-jobs %d`: that many more enabled jobs on hourly and daily schedules (created "+
+			"through `POST /api/v1/jobs/batch` before the first kill), which every new leader loads before it fires "+
+			"(issue 12's scale case).\n\n", r.IdleJobs)
+	}
 	b.WriteString("| figure | value |\n|---|---|\n")
 	fmt.Fprintf(&b, "| trials (leader kills) | %d |\n", r.Trials)
 	fmt.Fprintf(&b, "| kill -9 → first fire dispatched by the new leader, p50 / p99 / max | %s / %s / %s |\n", ms(r.AfterP50), ms(r.AfterP99), ms(r.AfterMax))

@@ -67,9 +67,10 @@ type Agent struct {
 	// queued behind it (block strategies); execs indexes them by fire id.
 	lanes        map[int64]*lane
 	execs        map[string]*execution
-	pendingKills map[string]time.Time // kill requests for fires not taken yet
-	runSeq       int                  // last run number handed out
-	draining     bool                 // Stop began: queued fires are not started
+	pendingKills map[string]pendingKill // kill and cancel requests for fires not taken yet
+	hold         *holdQueue             // fires dispatched ahead, until their StartAt
+	runSeq       int                    // last run number handed out
+	draining     bool                   // Stop began: queued fires are not started
 
 	runCtx    context.Context // parent of every run; cancelled when Stop gives up waiting
 	runCancel context.CancelFunc
@@ -116,7 +117,8 @@ func New(cfg Config, etcd *clientv3.Client, runner Runner) (*Agent, error) {
 
 		lanes:        map[int64]*lane{},
 		execs:        map[string]*execution{},
-		pendingKills: map[string]time.Time{},
+		pendingKills: map[string]pendingKill{},
+		hold:         newHoldQueue(),
 	}
 	ring, err := cluster.KeyringFromTokens(cfg.NodeToken, cfg.PreviousNodeToken)
 	if err != nil {
@@ -228,6 +230,8 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		Plugins: a.runner.Handlers(),
 		Started: time.Now().UTC(),
 		Status:  NodeOnline,
+		// Fires dispatched ahead are held until their StartAt (hold.go).
+		Features: []string{cluster.FeatureStartAt},
 	}, a.log)
 	ps, _ := a.runner.(pluginStatuser)
 	if ps != nil {

@@ -194,8 +194,13 @@ func (a *Agent) onKillKey(ctx context.Context, kv *mvccpb.KeyValue) {
 		a.guard.Refuse(ctx, kv, fmt.Errorf("%w: kill request does not name its key's fire", cluster.ErrBadSignature))
 		return
 	}
-	a.log.Info("agent: kill requested", "fire_id", fireID, "by", req.RequestedBy)
-	a.kill(fireID, killByRequest, true)
+	if req.Cancel != "" {
+		a.log.Info("agent: cancel of an unstarted fire requested", "fire_id", fireID, "by", req.RequestedBy,
+			"kept", a.cancelUnstarted(fireID, req.Cancel))
+	} else {
+		a.log.Info("agent: kill requested", "fire_id", fireID, "by", req.RequestedBy)
+		a.kill(fireID, killByRequest, true)
+	}
 	if _, err := a.etcd.Delete(ctx, string(kv.Key)); err != nil && ctx.Err() == nil {
 		a.log.Warn("agent: deleting kill request", "key", string(kv.Key), "error", err)
 	}

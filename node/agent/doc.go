@@ -15,6 +15,10 @@
 //	    │ ──(unsigned / mis-signed / copied / stale term)──► not run; key deleted, logged,
 //	    │                                                    security event to the servers
 //	    ▼
+//	StartAt still to come (dispatched ahead)? held until then (at most 10s), not yet claimed
+//	    │  (hold.go: one release goroutine, a timer per distinct StartAt; a kill or cancel
+//	    │   request meanwhile is remembered and applied when it is released)
+//	    ▼
 //	dedupe by fire id ──(already running / finished / recently deleted)──► ignored
 //	    │                                       (a recently deleted fire's new key is deleted again)
 //	    ▼  block strategy, per job id (lane):
@@ -97,6 +101,15 @@
 //     keeps every attempt's output with one marker line per retry, and
 //     RunResult.Attempt says how many attempts were made (0 for a fire that
 //     never ran: skipped, or killed while queued).
+//
+//   - Dispatch ahead: a fire whose Dispatch.StartAt is in the future is
+//     not started before StartAt by this node's clock (held at most 10 s
+//     from its arrival). It is verified on arrival and claimed, admitted
+//     (block strategy) and started at StartAt. A cancel request
+//     (KillRequest.Cancel) drops a fire not started yet, reported skipped
+//     with its message; it never stops a started fire. Stop drops held
+//     fires unstarted: their run keys stay, and the next process holds and
+//     runs them. The node advertises cluster.FeatureStartAt.
 //
 //   - Block strategies hold per job id on this node: at most one fire of a
 //     job runs at a time; SERIAL_EXECUTION (the default) runs the queued

@@ -21,6 +21,12 @@ import (
 // fire-id dedupe makes the overlap harmless.
 func (a *Agent) intake(ctx context.Context) {
 	defer close(a.intakeDone)
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		a.releaseHeld(ctx)
+	}()
+	defer func() { <-held }()
 	prefix := a.cfg.Keys.RunPrefix(a.cfg.UUID)
 	var (
 		bo  backoff
@@ -127,10 +133,10 @@ type opened struct {
 }
 
 // acceptChunk verifies each dispatch of kvs (trust.Guard: signature and
-// term) and decodes it, then, under one lock, claims and admits those this
-// process does not have yet, and starts the ones their job's lane lets run
-// now, in order. A refused record is deleted and reported, never run. It
-// waits for a free run slot for each start; false when ctx ends first.
+// term) and decodes it; a fire dispatched ahead (StartAt still to come)
+// goes to the hold until then; the others are admitted now (admitAll).
+// A refused record is deleted and reported, never run. False when ctx
+// ended first.
 func (a *Agent) acceptChunk(ctx context.Context, kvs []*mvccpb.KeyValue) bool {
 	fires := make([]opened, 0, len(kvs))
 	for _, kv := range kvs {
@@ -149,7 +155,14 @@ func (a *Agent) acceptChunk(ctx context.Context, kvs []*mvccpb.KeyValue) bool {
 		}
 		fires = append(fires, opened{kv: kv, d: d, err: err})
 	}
+	fires = a.holdEarly(fires)
+	return a.admitAll(ctx, fires)
+}
 
+// admitAll claims and admits fires (verified and decoded, due now) under
+// one lock, in order, and starts those their job's lane lets run now. It
+// waits for a free run slot for each start; false when ctx ends first.
+func (a *Agent) admitAll(ctx context.Context, fires []opened) bool {
 	// What to do once a.mu is released, in dispatch order: start e, or
 	// run after (report a fire that ended here, forget a replay).
 	type step struct {
@@ -191,6 +204,9 @@ func (a *Agent) acceptChunk(ctx context.Context, kvs []*mvccpb.KeyValue) bool {
 	}
 	a.mu.Unlock()
 
+	// The fires that have a run slot are journalled and started together;
+	// before waiting for a slot, those gathered so far are started.
+	var batch []*execution
 	for i, st := range steps {
 		if st.after != nil {
 			st.after()
@@ -200,18 +216,49 @@ func (a *Agent) acceptChunk(ctx context.Context, kvs []*mvccpb.KeyValue) bool {
 		}
 		select {
 		case a.sem <- struct{}{}:
-		case <-ctx.Done():
-			for _, rest := range steps[i:] {
-				if rest.e != nil {
-					a.unadmit(rest.e) // not started; its key stays for the next start
+		default:
+			a.startBatch(batch)
+			batch = batch[:0]
+			select {
+			case a.sem <- struct{}{}:
+			case <-ctx.Done():
+				for _, rest := range steps[i:] {
+					if rest.e != nil {
+						a.unadmit(rest.e) // not started; its key stays for the next start
+					}
 				}
+				return false
 			}
-			return false
 		}
-		a.runs.Add(1)
-		go a.run(st.e)
+		batch = append(batch, st.e)
 	}
+	a.startBatch(batch)
 	return true
+}
+
+// startBatch starts fires that hold a run slot: their start lines go to
+// the journal in one write (startLog.startedBatch) before any of their
+// handlers can be called, then each runs in its own goroutine.
+func (a *Agent) startBatch(es []*execution) {
+	if len(es) == 0 {
+		return
+	}
+	if a.starts != nil {
+		now := time.Now().UTC()
+		entries := make([]startEntry, len(es))
+		for i, e := range es {
+			entries[i] = startEntry{FireID: e.d.FireID, JobID: e.d.Job.JobID, Trigger: e.d.Trigger,
+				ScheduledAt: e.d.ScheduledAt, StartedAt: now}
+			e.journaled = true
+		}
+		if err := a.starts.startedBatch(entries); err != nil {
+			a.log.Warn("agent: recording the start of fires", "fires", len(es), "error", err)
+		}
+	}
+	for _, e := range es {
+		a.runs.Add(1)
+		go a.run(e)
+	}
 }
 
 // open verifies a record through the Guard, retrying while the leader key

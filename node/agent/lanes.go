@@ -20,6 +20,9 @@ type execution struct {
 	// done is set by run once the final result is queued: release then
 	// does what finished does, in the same critical section.
 	done bool
+	// journaled: its start line is in the start journal already (written
+	// with its batch by startBatch); run does not write it again.
+	journaled bool
 }
 
 // killCause is why a fire was cancelled on purpose (kill request, covered
@@ -59,12 +62,15 @@ func (a *Agent) admitLocked(d cluster.Dispatch, received time.Time) (*execution,
 		a.lanes[jobID] = ln
 	}
 	a.execs[d.FireID] = e
-	_, killed := a.pendingKills[d.FireID]
+	pk, killed := a.pendingKills[d.FireID]
 	delete(a.pendingKills, d.FireID)
 	if killed {
 		delete(a.execs, d.FireID)
 		if ln.cur == nil && len(ln.waiting) == 0 {
 			delete(a.lanes, jobID)
+		}
+		if pk.cancel != "" {
+			return nil, false, func() { a.finishUnstarted(e, cluster.StatusSkipped, pk.cancel) }
 		}
 		return nil, false, func() { a.finishUnstarted(e, cluster.StatusKilled, "killed by request before it started") }
 	}
@@ -184,15 +190,7 @@ func (a *Agent) kill(fireID, msg string, remember bool) bool {
 	a.mu.Lock()
 	e, ok := a.execs[fireID]
 	if !ok {
-		_, finished := a.unacked[fireID]
-		if remember && !finished && !a.recent.has(fireID) {
-			now := time.Now()
-			for id, at := range a.pendingKills {
-				if now.Sub(at) > pendingKillTTL {
-					delete(a.pendingKills, id)
-				}
-			}
-			a.pendingKills[fireID] = now
+		if remember && a.rememberKillLocked(fireID, pendingKill{}) {
 			a.mu.Unlock()
 			return true
 		}
@@ -214,6 +212,43 @@ func (a *Agent) kill(fireID, msg string, remember bool) bool {
 	a.mu.Unlock()
 	e.cancel(&killCause{msg: msg})
 	return true
+}
+
+// pendingKill is a kill (or cancel) request for a fire not admitted yet:
+// not seen yet, or held until its StartAt.
+type pendingKill struct {
+	at     time.Time
+	cancel string // a cancel: report the fire skipped with this message
+}
+
+// rememberKillLocked keeps pk for fireID until the fire is admitted (or
+// pendingKillTTL), unless the fire already ran here. a.mu is held.
+func (a *Agent) rememberKillLocked(fireID string, pk pendingKill) bool {
+	if _, finished := a.unacked[fireID]; finished || a.recent.has(fireID) {
+		return false
+	}
+	now := time.Now()
+	for id, p := range a.pendingKills {
+		if now.Sub(p.at) > pendingKillTTL {
+			delete(a.pendingKills, id)
+		}
+	}
+	pk.at = now
+	a.pendingKills[fireID] = pk
+	return true
+}
+
+// cancelUnstarted drops a fire that has not started here (held until its
+// StartAt, or not seen yet): it is reported skipped with msg when it would
+// have been admitted. A fire already taken (running or queued) is left
+// alone. It reports whether the cancel was kept.
+func (a *Agent) cancelUnstarted(fireID, msg string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, taken := a.execs[fireID]; taken {
+		return false
+	}
+	return a.rememberKillLocked(fireID, pendingKill{cancel: msg})
 }
 
 // pendingKillTTL is how long a kill request for a fire not seen yet is kept.

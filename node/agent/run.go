@@ -56,9 +56,11 @@ func (a *Agent) run(e *execution) {
 	finalStatus := cluster.StatusFailed // unless the fire ends normally
 	defer func() { a.cfg.Metrics.RunFinished(d.Job.Handler, finalStatus) }()
 	if a.starts != nil {
-		if err := a.starts.started(startEntry{FireID: d.FireID, JobID: d.Job.JobID, Trigger: d.Trigger,
-			ScheduledAt: d.ScheduledAt, StartedAt: started}); err != nil {
-			a.log.Warn("agent: recording the start of a fire", "fire_id", d.FireID, "error", err)
+		if !e.journaled {
+			if err := a.starts.started(startEntry{FireID: d.FireID, JobID: d.Job.JobID, Trigger: d.Trigger,
+				ScheduledAt: d.ScheduledAt, StartedAt: started}); err != nil {
+				a.log.Warn("agent: recording the start of a fire", "fire_id", d.FireID, "error", err)
+			}
 		}
 		defer a.starts.ended(d.FireID) // after the result is queued (deferred before release runs)
 	}

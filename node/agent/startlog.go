@@ -186,16 +186,31 @@ func plainJSON(s string) bool {
 }
 
 // started records e before its handler is called: it returns once the
-// write(2) that holds e's line has returned.
+// write(2) that holds e's line has returned (startedBatch of one).
 func (l *startLog) started(e startEntry) error {
-	line, err := appendStartLine(make([]byte, 0, 160), e)
-	if err != nil {
-		return fmt.Errorf("start journal: encode start of %s: %w", e.FireID, err)
+	return l.startedBatch([]startEntry{e})
+}
+
+// startedBatch records the starts of es together (one buffer, usually
+// one write(2)): it returns once the write holding their lines returned.
+func (l *startLog) startedBatch(es []startEntry) error {
+	buf := make([]byte, 0, 160*len(es))
+	ends := make([]int, len(es))
+	for i, e := range es {
+		var err error
+		if buf, err = appendStartLine(buf, e); err != nil {
+			return fmt.Errorf("start journal: encode start of %s: %w", e.FireID, err)
+		}
+		ends[i] = len(buf)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.running[e.FireID] = line
-	l.pending = append(l.pending, line...)
+	from := 0
+	for i, e := range es {
+		l.running[e.FireID] = buf[from:ends[i]:ends[i]]
+		from = ends[i]
+	}
+	l.pending = append(l.pending, buf...)
 	my := l.gen
 	l.waiters++
 	for l.written < my && l.writing {

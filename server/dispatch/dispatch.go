@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -230,9 +231,50 @@ func (d *Dispatcher) UnplaceJob(ctx context.Context, term uint64, refs ...JobRef
 	return nil
 }
 
+// CancelItem is a fire dispatched ahead to drop before it starts.
+type CancelItem struct {
+	// Node and FireID name the run key.
+	Node, FireID string
+	// Reason is the message the fire is reported skipped with.
+	Reason string
+}
+
+// cancelTTL is the lease of cancel requests: a node that never acts on one
+// (it is gone) does not leave it behind for long.
+const cancelTTL = 60 // seconds
+
+// Cancel puts a signed cancel request (cluster.KillRequest with Cancel set)
+// at /Cronix/kill/<node>/<fire> for each item, under one lease of
+// cancelTTL, batched and fenced like Dispatch: the node drops the fire if
+// it has not started it yet and reports it skipped.
+func (d *Dispatcher) Cancel(ctx context.Context, term uint64, now time.Time, items []CancelItem) error {
+	if len(items) == 0 {
+		return nil
+	}
+	lease, err := d.cli.Grant(ctx, cancelTTL)
+	if err != nil {
+		return fmt.Errorf("dispatch: grant cancel lease: %w", err)
+	}
+	ops := make([]op, 0, len(items))
+	for _, it := range items {
+		key := d.keys.Kill(it.Node, it.FireID)
+		req := cluster.KillRequest{FireID: it.FireID, RequestedAt: now.UTC(), RequestedBy: "scheduler", Cancel: it.Reason}
+		b, err := d.ring.SealJSON(key, term, req)
+		if err != nil {
+			return fmt.Errorf("dispatch: sign cancel of fire %s: %w", it.FireID, err)
+		}
+		ops = append(ops, op{key: key, val: string(b), put: true, lease: lease.ID})
+	}
+	if err := d.write(ctx, term, ops); err != nil {
+		return fmt.Errorf("cancel %d fires: %w", len(items), err)
+	}
+	return nil
+}
+
 type op struct {
 	key, val string
 	put      bool
+	lease    clientv3.LeaseID // 0: none
 }
 
 // opOverhead approximates the protobuf framing of one operation.
@@ -256,9 +298,12 @@ func (d *Dispatcher) write(ctx context.Context, term uint64, ops []op) error {
 		}
 		chunk := make([]clientv3.Op, n)
 		for i, o := range ops[committed : committed+n] {
-			if o.put {
+			switch {
+			case o.put && o.lease != 0:
+				chunk[i] = clientv3.OpPut(o.key, o.val, clientv3.WithLease(o.lease))
+			case o.put:
 				chunk[i] = clientv3.OpPut(o.key, o.val)
-			} else {
+			default:
 				chunk[i] = clientv3.OpDelete(o.key)
 			}
 		}

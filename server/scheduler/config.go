@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -62,6 +63,7 @@ type Dispatcher interface {
 	Dispatch(ctx context.Context, term uint64, items []dispatch.DispatchItem) error
 	PlaceJob(ctx context.Context, term uint64, ps ...dispatch.Placement) error
 	UnplaceJob(ctx context.Context, term uint64, refs ...dispatch.JobRef) error
+	Cancel(ctx context.Context, term uint64, now time.Time, items []dispatch.CancelItem) error
 }
 
 // Defaults of Config.
@@ -120,7 +122,23 @@ type Config struct {
 	HTTPClient *http.Client
 	// Metrics records fires, dispatch batches and lateness; nil records nothing.
 	Metrics *metrics.Metrics
+	// DispatchAhead is how long before its scheduled time a fire is
+	// recorded and dispatched, with Dispatch.StartAt set so that the node
+	// holds it until that time: the batch's SQL insert, etcd transaction,
+	// raft entry and the node's intake all happen before the second begins,
+	// not after. Used only while every live node offers
+	// cluster.FeatureStartAt. 0 (the default here; the server sets
+	// DefaultDispatchAhead) dispatches every fire at its time.
+	DispatchAhead time.Duration
 }
+
+// DefaultDispatchAhead is the server's default Config.DispatchAhead.
+const DefaultDispatchAhead = 500 * time.Millisecond
+
+// MaxDispatchAhead bounds Config.DispatchAhead: a disable or delete
+// reaches fires dispatched ahead only through a cancel the node may see
+// too late, and a job edit applies only to fires dispatched after it.
+const MaxDispatchAhead = 5 * time.Second
 
 func (c *Config) setDefaults() {
 	if c.Clock == nil {
@@ -172,6 +190,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Etcd == nil {
 		errs = append(errs, errors.New("scheduler: Etcd is required"))
+	}
+	if c.DispatchAhead < 0 || c.DispatchAhead > MaxDispatchAhead {
+		errs = append(errs, fmt.Errorf("scheduler: DispatchAhead %s is outside 0..%s", c.DispatchAhead, MaxDispatchAhead))
 	}
 	return errors.Join(errs...)
 }

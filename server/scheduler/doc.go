@@ -40,6 +40,35 @@
 // id is cluster.FireID(job, scheduled time) (cluster.ShardFireID for a
 // shard of a broadcast), so a replay is recognisable.
 //
+// # Dispatch ahead
+//
+// With Config.DispatchAhead > 0 (the server's default is 500ms) the timer
+// wakes that long before the earliest fire and a tick takes every job due
+// within DispatchAhead of now: those fires go through the same three steps
+// early, each dispatch carrying StartAt = its scheduled time, and the node
+// holds it until then (node/agent). The whole write path is then paid
+// before the second begins. It is used only while every live node offers
+// cluster.FeatureStartAt (an older node would start the fire at once); a
+// node without it turns it off from the next tick. What changes:
+//
+//   - Cursors reach a scheduled time up to DispatchAhead before it comes.
+//     A new leader resumes after the cursor, so a fire dispatched ahead is
+//     never fired again; the node that holds it runs it at its time, also
+//     when the term that dispatched it has ended (it was verified when it
+//     arrived, as any dispatch).
+//   - A job disabled, deleted or unscheduled before the time of a fire
+//     already dispatched ahead: the loop writes a signed cancel for it
+//     (cluster.KillRequest with Cancel, fenced like a dispatch); the node
+//     drops the fire if it has not started it and reports it skipped. Best
+//     effort: a cancel written within 5ms of the fire's time, one whose
+//     write fails, or one the node sees after the time, leaves the fire
+//     to run, as it would have had the job been removed just after an
+//     on-time dispatch.
+//   - A job edited meanwhile: the fires already dispatched ahead run with
+//     the config they were dispatched with; later ones use the new one.
+//   - Block strategies and kills are applied by the node at the start time.
+//   - Misfire handling is unchanged: it concerns times already past.
+//
 // # Schedule kinds
 //
 //   - cron, fixed_rate: Next(t) of the schedule (schedule.Parse).

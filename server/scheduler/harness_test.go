@@ -210,6 +210,8 @@ type harness struct {
 	// beat is the loop's BeatInterval: negative (off) unless a test of
 	// FAILOVER beats sets it before newScheduler.
 	beat time.Duration
+	// ahead is the loop's DispatchAhead (0: off, as in most tests).
+	ahead time.Duration
 
 	cancel context.CancelFunc
 	done   chan error
@@ -241,7 +243,7 @@ func (h *harness) newScheduler() *Scheduler {
 		PlaceJobs: true,
 		Jobs:      h.jobs, Runs: h.runs, Cursors: h.cursors, Dispatcher: h.disp,
 		Etcd: h.cli, Keys: h.keys, Clock: h.clock, Location: time.UTC, RelistInterval: h.relist,
-		BeatInterval: h.beat, BeatTimeout: time.Second,
+		BeatInterval: h.beat, BeatTimeout: time.Second, DispatchAhead: h.ahead,
 		Logger: slog.New(slog.NewTextHandler(testWriter{h.t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 }
@@ -263,12 +265,18 @@ func (h *harness) addNode(uuid, group string, handlers ...string) {
 // addNodeAt registers a node listening at addr ("127.0.0.x:port").
 func (h *harness) addNodeAt(uuid, group, addr string, handlers ...string) {
 	h.t.Helper()
+	h.addNodeWith(uuid, group, addr, nil, handlers...)
+}
+
+// addNodeWith registers a node at addr offering features.
+func (h *harness) addNodeWith(uuid, group, addr string, features []string, handlers ...string) {
+	h.t.Helper()
 	host, port, err := net.SplitHostPort(addr)
 	require.NoError(h.t, err)
 	require.True(h.t, net.ParseIP(host).IsLoopback(), "test nodes must have loopback addresses")
 	p, err := strconv.Atoi(port)
 	require.NoError(h.t, err)
-	n := cluster.NodeInfo{UUID: uuid, Group: group, IP: host, Port: p, Started: t0, Status: NodeOnline}
+	n := cluster.NodeInfo{UUID: uuid, Group: group, IP: host, Port: p, Started: t0, Status: NodeOnline, Features: features}
 	for _, p := range handlers {
 		n.Plugins = append(n.Plugins, cluster.PluginInfo{Name: p, Version: "1"})
 	}

@@ -32,6 +32,10 @@ type loop struct {
 	rings  map[string]*hashRing          // CONSISTENT_HASH rings by group+handler
 	defs   map[string]store.Group        // group definitions by appname (manual address lists)
 	beat   *prober                       // FAILOVER beats; nil when off
+	holdOK bool                          // every live node holds fires until StartAt: dispatch ahead
+
+	aheadRuns map[int64][]aheadRef  // fires dispatched ahead, by job (pruned as their time passes)
+	cancels   []dispatch.CancelItem // fires dispatched ahead of removed jobs, to cancel
 
 	routes      map[int64]*routeState // route state by job, as loaded and updated
 	routesDirty map[int64]bool        // route state to write with the next raft entry
@@ -286,6 +290,76 @@ func (l *loop) remove(id int64) {
 	delete(l.entries, id)
 	l.heap.remove(e)
 	l.markPlacement(id)
+	l.cancelAhead(id)
+}
+
+// aheadRef is a fire dispatched ahead of its time.
+type aheadRef struct {
+	node, fireID string
+	at           time.Time
+}
+
+// cancelMargin: a fire dispatched ahead whose time is closer than this is
+// not cancelled any more (the cancel would reach the node too late).
+const cancelMargin = 5 * time.Millisecond
+
+// noteAhead remembers the fires of a batch dispatched ahead, so that a
+// job removed before their time can cancel them.
+func (l *loop) noteAhead(sent []*fire, now time.Time) {
+	for _, f := range sent {
+		d := &f.item.Dispatch
+		if d.StartAt.IsZero() {
+			continue
+		}
+		if l.aheadRuns == nil {
+			l.aheadRuns = map[int64][]aheadRef{}
+		}
+		id := d.Job.JobID
+		refs := l.aheadRuns[id][:0]
+		for _, r := range l.aheadRuns[id] {
+			if r.at.After(now) {
+				refs = append(refs, r)
+			}
+		}
+		l.aheadRuns[id] = append(refs, aheadRef{node: f.item.Node, fireID: d.FireID, at: d.StartAt})
+	}
+}
+
+// cancelAhead queues a cancel of every fire of job id dispatched ahead
+// whose time has not come (flushCancels writes them): a disabled or
+// deleted job does not run them.
+func (l *loop) cancelAhead(id int64) {
+	refs := l.aheadRuns[id]
+	delete(l.aheadRuns, id)
+	limit := l.clock.Now().Add(cancelMargin)
+	for _, r := range refs {
+		if r.at.After(limit) {
+			l.cancels = append(l.cancels, dispatch.CancelItem{Node: r.node, FireID: r.fireID,
+				Reason: fmt.Sprintf("not run: job %d was disabled, deleted or unscheduled after this fire was dispatched ahead of its time", id)})
+		}
+	}
+}
+
+// flushCancels writes the queued cancels (fenced). A cancel is best effort:
+// when the write fails (logged) or reaches the node after the fire's time,
+// the fire runs, as it would have had it been dispatched at its time just
+// before the job was removed.
+func (l *loop) flushCancels(ctx context.Context) error {
+	if len(l.cancels) == 0 {
+		return nil
+	}
+	err := l.cfg.Dispatcher.Cancel(ctx, l.term, l.clock.Now(), l.cancels)
+	switch {
+	case err == nil:
+		l.log.Info("cancelled fires dispatched ahead of removed jobs", "fires", len(l.cancels))
+		l.cancels = nil
+	case errors.Is(err, dispatch.ErrFenced):
+		return errorf("term %d: %w", l.term, err)
+	default:
+		l.log.Warn("cancelling fires dispatched ahead failed; they will run", "fires", len(l.cancels), "err", err)
+		l.cancels = nil
+	}
+	return nil
 }
 
 // relistJobs is the safety net for missed signals: it compares every
@@ -410,6 +484,9 @@ func (l *loop) newFires(j *jobSpec, at time.Time, fireID, node string, now time.
 			ShardIndex:   t.index,
 			ShardTotal:   t.total,
 		}}
+		if at.After(now) { // dispatched ahead (tick): the node holds it until its time
+			f.item.Dispatch.StartAt = at.UTC()
+		}
 		// The node is busy with the job from now on (BUSYOVER); the run
 		// key's deletion ends it (fixed_delay).
 		l.runs.put(l.runs.runs, l.cfg.Keys.Run(t.node, id), runRef{t.node, j.ID})
@@ -512,9 +589,10 @@ func (l *loop) commit(ctx context.Context) error {
 			return nil
 		}
 		dispatched := l.clock.Now()
+		l.noteAhead(sent, dispatched)
 		for _, f := range sent {
 			f.stage = stageDispatched
-			l.cfg.Metrics.ObserveLateness(metrics.StageDispatched, dispatched.Sub(f.run.ScheduledAt))
+			l.cfg.Metrics.ObserveLateness(metrics.StageDispatched, max(dispatched.Sub(f.run.ScheduledAt), 0))
 		}
 		l.cfg.Metrics.ObserveDispatch(len(items), dispatched.Sub(dispatchStart))
 		l.cfg.Metrics.Fired(metrics.FireDispatched, len(items))
@@ -657,4 +735,11 @@ func (l *loop) rebuildGroups() {
 	l.rings = map[string]*hashRing{}
 	l.placementDirty = true
 	l.beat.setNodes(l.nodes)
+	l.holdOK = len(l.nodes) > 0
+	for _, n := range l.nodes {
+		if !n.HasFeature(cluster.FeatureStartAt) {
+			l.holdOK = false
+			break
+		}
+	}
 }

@@ -35,7 +35,11 @@ const placedPage = 2048
 // what changed. A job placed on more than one node keeps one; the others
 // are strays the next reconcile removes.
 func (l *loop) loadPlaced(ctx context.Context) error {
-	placed := make(map[int64]placedJob, len(l.entries))
+	hint := 0 // without placements only strays are read, to remove them
+	if l.cfg.PlaceJobs {
+		hint = len(l.entries)
+	}
+	placed := make(map[int64]placedJob, hint)
 	var strays []dispatch.JobRef
 	prefix := l.cfg.Keys.JobRoot()
 	end := clientv3.GetPrefixRangeEnd(prefix)

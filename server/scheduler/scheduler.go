@@ -156,6 +156,9 @@ func (l *loop) run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if err := l.flushCancels(ctx); err != nil {
+			return err
+		}
 		if err := l.reconcile(ctx); err != nil {
 			return err
 		}
@@ -251,7 +254,7 @@ func (l *loop) arm() {
 	var wake time.Time
 	if len(l.pending) == 0 {
 		if e := l.heap.peek(); e != nil {
-			wake = e.next
+			wake = e.next.Add(-l.ahead())
 		}
 	}
 	if !l.retryAt.IsZero() && (wake.IsZero() || l.retryAt.Before(wake)) {
@@ -320,17 +323,19 @@ func (l *loop) resync(ctx context.Context, name string) error {
 	return nil
 }
 
-// tick collects every job due at now (at most one fire per job) into the
-// pending batch and commits it.
+// tick collects every job due at now, or within DispatchAhead of now
+// (ahead), at most one fire per job, into the pending batch and commits it.
+// A fire whose time is still to come is dispatched with StartAt = its time.
 func (l *loop) tick(ctx context.Context, now time.Time) error {
 	if len(l.pending) > 0 && !l.retryAt.IsZero() && now.Before(l.retryAt) {
 		return nil // backing off
 	}
-	for e := l.heap.peek(); e != nil && !e.next.After(now); e = l.heap.peek() {
+	horizon := now.Add(l.ahead())
+	for e := l.heap.peek(); e != nil && !e.next.After(horizon); e = l.heap.peek() {
 		l.heap.pop()
 		e.inFlight = true
 		var fs []*fire
-		if e.delay == 0 && (e.misfired || e.next.Before(now.Add(-l.cfg.MisfireThreshold))) {
+		if e.delay == 0 && !e.next.After(now) && (e.misfired || e.next.Before(now.Add(-l.cfg.MisfireThreshold))) {
 			fs = l.misfire(e, e.next, now)
 		} else {
 			fs = l.newFires(&e.job, e.next, "", "", now)
@@ -342,6 +347,16 @@ func (l *loop) tick(ctx context.Context, now time.Time) error {
 		l.pending = append(l.pending, fs...)
 	}
 	return l.commit(ctx)
+}
+
+// ahead is how long before their time fires are dispatched now:
+// Config.DispatchAhead while every live node holds fires until their
+// StartAt (cluster.FeatureStartAt), else 0.
+func (l *loop) ahead() time.Duration {
+	if !l.holdOK {
+		return 0
+	}
+	return l.cfg.DispatchAhead
 }
 
 func (l *loop) stop() {

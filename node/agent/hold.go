@@ -1,0 +1,140 @@
+package agent
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"time"
+)
+
+// maxHold bounds how long a fire dispatched ahead is held: a StartAt
+// further away than this (the node's clock far behind the leader's) starts
+// after maxHold instead, so a skewed clock delays fires by at most that.
+const maxHold = 10 * time.Second
+
+// holdQueue keeps the fires dispatched ahead of their time (StartAt still
+// to come, see cluster.Dispatch.StartAt) until then. They are verified and
+// decoded already, but not claimed or admitted: the block strategy of
+// their job is applied at their start time, a kill request for one is
+// remembered (pendingKills) and applied when it is admitted, and Stop
+// drops them (their run keys stay for the next process, like queued
+// fires). The release goroutine (releaseHeld) is owned by intake.
+type holdQueue struct {
+	mu    sync.Mutex
+	byAt  map[int64][]opened // StartAt (Unix ns) → fires, in arrival order
+	times timeHeap           // the keys of byAt
+	held  map[string]bool    // fire ids held (a repeated delivery is held once)
+	wake  chan struct{}      // cap 1: the earliest time changed
+}
+
+func newHoldQueue() *holdQueue {
+	return &holdQueue{byAt: map[int64][]opened{}, held: map[string]bool{}, wake: make(chan struct{}, 1)}
+}
+
+// holdEarly moves the fires whose StartAt is still to come into the hold
+// and returns the others (due now), in order.
+func (a *Agent) holdEarly(fires []opened) []opened {
+	now := time.Now()
+	due := fires[:0:0]
+	q := a.hold
+	var woke bool
+	for _, f := range fires {
+		if f.err != nil || f.d.StartAt.IsZero() || !f.d.StartAt.After(now) {
+			due = append(due, f)
+			continue
+		}
+		at := f.d.StartAt
+		if lim := now.Add(maxHold); at.After(lim) {
+			at = lim
+		}
+		if !woke {
+			q.mu.Lock()
+			woke = true
+		}
+		if q.held[f.d.FireID] {
+			continue
+		}
+		q.held[f.d.FireID] = true
+		k := at.UnixNano()
+		if _, ok := q.byAt[k]; !ok {
+			heap.Push(&q.times, k)
+		}
+		q.byAt[k] = append(q.byAt[k], f)
+	}
+	if woke {
+		q.mu.Unlock()
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
+	return due
+}
+
+// takeDue removes and returns the held fires whose time is at or before
+// now, earliest first; next is the time of the earliest left (zero: none).
+func (q *holdQueue) takeDue(now time.Time) (due []opened, next time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.times) > 0 {
+		k := q.times[0]
+		if k > now.UnixNano() {
+			return due, time.Unix(0, k)
+		}
+		heap.Pop(&q.times)
+		for _, f := range q.byAt[k] {
+			delete(q.held, f.d.FireID)
+		}
+		due = append(due, q.byAt[k]...)
+		delete(q.byAt, k)
+	}
+	return due, time.Time{}
+}
+
+// count is the number of fires held.
+func (q *holdQueue) count() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.held)
+}
+
+// releaseHeld admits each held fire at its time (admitAll) until ctx ends.
+func (a *Agent) releaseHeld(ctx context.Context) {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		due, next := a.hold.takeDue(time.Now())
+		if len(due) > 0 && !a.admitAll(ctx, due) {
+			return
+		}
+		if len(due) > 0 {
+			continue // more may have come due meanwhile
+		}
+		var tc <-chan time.Time
+		if !next.IsZero() {
+			t.Reset(time.Until(next))
+			tc = t.C
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.hold.wake:
+		case <-tc:
+		}
+		t.Stop()
+	}
+}
+
+// timeHeap is a min-heap of Unix ns.
+type timeHeap []int64
+
+func (h timeHeap) Len() int           { return len(h) }
+func (h timeHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h timeHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *timeHeap) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *timeHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,135 @@
+package scheduler
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cronix/cronix/cluster"
+)
+
+// dispatchOf reads the signed dispatch record of a fire on node.
+func (h *harness) dispatchOf(node, fireID string) (cluster.Dispatch, bool) {
+	h.t.Helper()
+	b := h.get(h.keys.Run(node, fireID))
+	if b == nil {
+		return cluster.Dispatch{}, false
+	}
+	var d cluster.Dispatch
+	require.NoError(h.t, json.Unmarshal(b, &d))
+	return d, true
+}
+
+var startAt = []string{cluster.FeatureStartAt}
+
+// With DispatchAhead, a fire is recorded, dispatched (StartAt = its time)
+// and its cursor committed DispatchAhead before its time; a node without
+// the feature turns it off, so it never gets a fire early.
+func TestDispatchAheadOnlyToNodesThatHold(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.ahead = 400 * time.Millisecond
+	h.sched = h.newScheduler()
+	h.addNodeWith("n1", "g", "127.0.0.1:1", startAt, "cmd")
+	h.store.putJob(job(1, everySecond))
+	h.start()
+
+	at1 := t0.Add(time.Second)
+	h.waitArmed(at1.Add(-h.ahead)) // woken ahead of the fire
+	h.clock.Advance(time.Second - h.ahead)
+	h.waitArmed(at1.Add(time.Second - h.ahead))
+	d, ok := h.dispatchOf("n1", cluster.FireID(1, at1))
+	require.True(t, ok, "the fire of t0+1s is dispatched at t0+0.6s")
+	require.True(t, d.StartAt.Equal(at1), "StartAt %s", d.StartAt)
+	require.True(t, d.ScheduledAt.Equal(at1))
+	require.True(t, d.DispatchedAt.Before(at1))
+	runs, _, _ := h.store.snapshot()
+	require.Equal(t, cluster.StatusTriggered, runs[cluster.FireID(1, at1)].Status)
+	require.Eventually(t, func() bool { c, ok := h.raft.Cursor(1); return ok && c == at1.UnixMilli() },
+		10*time.Second, 5*time.Millisecond, "the cursor is committed with the batch, before the fire's time")
+
+	// A node that cannot hold joins: every fire is dispatched at its time.
+	rev := h.put(h.keys.Node("n2"), mustJSON(t, cluster.NodeInfo{UUID: "n2", Group: "g", IP: "127.0.0.1", Port: 1,
+		Status: NodeOnline, Plugins: []cluster.PluginInfo{{Name: "cmd", Version: "1"}}}))
+	require.Eventually(t, func() bool { return h.sched.seen.nodes.Load() >= rev }, 10*time.Second, time.Millisecond)
+	at2 := at1.Add(time.Second)
+	h.waitArmed(at2) // no longer woken ahead
+	h.clock.Advance(at2.Sub(h.clock.Now()))
+	h.waitArmed(at2.Add(time.Second))
+	runs, _, _ = h.store.snapshot()
+	r, ok := runs[cluster.FireID(1, at2)]
+	require.True(t, ok)
+	d, ok = h.dispatchOf(r.Node, r.FireID)
+	require.True(t, ok)
+	require.True(t, d.StartAt.IsZero(), "no StartAt while a node cannot hold fires")
+	require.False(t, d.DispatchedAt.Before(at2))
+}
+
+// A job disabled after its next fire was dispatched ahead gets that fire
+// cancelled: a signed cancel request (kill key with Cancel) for it.
+func TestDisableCancelsTheFireDispatchedAhead(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.ahead = 400 * time.Millisecond
+	h.sched = h.newScheduler()
+	h.addNodeWith("n1", "g", "127.0.0.1:1", startAt, "cmd")
+	h.store.putJob(job(1, everySecond))
+	h.store.putJob(job(2, everySecond))
+	h.start()
+	at1 := t0.Add(time.Second)
+	h.waitArmed(at1.Add(-h.ahead))
+	h.clock.Advance(time.Second - h.ahead)
+	h.waitArmed(at1.Add(time.Second - h.ahead))
+	fire1 := cluster.FireID(1, at1)
+	_, ok := h.dispatchOf("n1", fire1)
+	require.True(t, ok)
+
+	j1 := job(1, everySecond)
+	j1.Enabled, j1.Revision = false, 2
+	h.store.putJob(j1)
+	h.put(h.keys.JobSignal(1), "2")
+	var req cluster.KillRequest
+	require.Eventually(t, func() bool {
+		b := h.get(h.keys.Kill("n1", fire1))
+		return b != nil && json.Unmarshal(b, &req) == nil
+	}, 10*time.Second, 5*time.Millisecond, "a cancel request for the fire dispatched ahead")
+	require.Equal(t, fire1, req.FireID)
+	require.Contains(t, req.Cancel, "disabled")
+	// Job 2's fire is left alone.
+	require.Nil(t, h.get(h.keys.Kill("n1", cluster.FireID(2, at1))))
+}
+
+// A new leader after a batch dispatched ahead does not fire its times
+// again: the cursor was committed with the batch.
+func TestTakeoverAfterADispatchAhead(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.ahead = 400 * time.Millisecond
+	h.sched = h.newScheduler()
+	h.addNodeWith("n1", "g", "127.0.0.1:1", startAt, "cmd")
+	h.store.putJob(job(1, everySecond))
+	h.start()
+	at1 := t0.Add(time.Second)
+	h.waitArmed(at1.Add(-h.ahead))
+	h.clock.Advance(time.Second - h.ahead)
+	h.waitArmed(at1.Add(time.Second - h.ahead))
+	require.NoError(t, h.stop())
+
+	// The next term starts before at1: its first fire is the one after it.
+	h.sched = h.newScheduler()
+	h.start()
+	h.waitArmed(at1.Add(time.Second - h.ahead))
+	runs, calls, dups := h.store.snapshot()
+	require.Zero(t, dups, "no fire recorded twice")
+	require.Len(t, runs, 1)
+	require.Equal(t, 1, calls)
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}

@@ -14,10 +14,7 @@
 // adds _pragma=busy_timeout(5000), _pragma=journal_mode(WAL),
 // _pragma=foreign_keys(1) unless the DSN sets them, and _txlock=immediate
 // so that writing transactions queue on SQLite's lock instead of failing
-// with SQLITE_BUSY. A transaction that still gets SQLITE_BUSY (the writer
-// before it held the lock longer than busy_timeout: a big batch on a loaded
-// machine) is run again, like a MySQL lock wait timeout or a PostgreSQL
-// serialization failure, up to 5 attempts in all. A PostgreSQL DSN is pgdriver's: unknown query
+// with SQLITE_BUSY. A PostgreSQL DSN is pgdriver's: unknown query
 // parameters (search_path, application_name, ...) are sent as session
 // parameters. A MySQL DSN is go-sql-driver's after "mysql://"; parseTime
 // and loc=UTC are forced, and unless the DSN sets sql_mode the session

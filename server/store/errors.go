@@ -50,14 +50,9 @@ func isSQLiteBusy(err error) bool {
 }
 
 // isRetryable reports whether a transaction failed only because it lost a
-// race with another one (deadlock, serialization failure, a lock wait that
-// outlasted the lock timeout) and may simply be run again. SQLITE_BUSY is
-// SQLite's lock wait timeout: a transaction waited busy_timeout for another
-// writer (BEGIN IMMEDIATE) and did nothing, like MySQL's 1205.
+// race with another one (deadlock, serialization failure) and may simply
+// be run again.
 func isRetryable(err error) bool {
-	if isSQLiteBusy(err) {
-		return true
-	}
 	var pgErr pgdriver.Error
 	if errors.As(err, &pgErr) {
 		switch pgErr.Field('C') {

@@ -120,7 +120,7 @@ func (s *Store) Close() error {
 // Dialect is "sqlite", "postgres" or "mysql".
 func (s *Store) Dialect() string { return s.dialect }
 
-// maxTxAttempts bounds how often a transaction that lost a deadlock, lock wait or
+// maxTxAttempts bounds how often a transaction that lost a deadlock or
 // serialization race is run again.
 const maxTxAttempts = 5
 

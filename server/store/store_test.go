@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,52 +172,5 @@ func TestConcurrentOpenOfANewSQLiteFile(t *testing.T) {
 		for i, c := range cmds {
 			require.NoError(t, c.Wait(), "opener %d of round %d:\n%s", i, round, outs[i])
 		}
-	}
-}
-
-// TestSQLiteBusyTransactionIsRetried: a transaction refused with
-// SQLITE_BUSY (it waited busy_timeout for another writer) is run again, as
-// a MySQL lock wait timeout is. The other writer holds the lock until the
-// store's first BEGIN has been refused, then lets go; the batch is stored.
-func TestSQLiteBusyTransactionIsRetried(t *testing.T) {
-	t.Parallel()
-	ctx := testCtx(t)
-	path := filepath.Join(t.TempDir(), "cronix.db")
-	var armed atomic.Bool
-	refused := make(chan time.Duration, 1)
-	s, err := store.Open(ctx, "sqlite://"+path+"?_pragma=busy_timeout(50)",
-		store.WithQueryObserver(func(op string, d time.Duration) {
-			if op == "BEGIN" && armed.CompareAndSwap(true, false) {
-				refused <- d
-			}
-		}))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-
-	other, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = other.Close() })
-	conn, err := other.Conn(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	_, err = conn.ExecContext(ctx, "BEGIN IMMEDIATE")
-	require.NoError(t, err)
-	armed.Store(true) // a BEGIN from now on waits for the lock held here
-	released := make(chan error, 1)
-	go func() {
-		<-refused
-		_, err := conn.ExecContext(ctx, "ROLLBACK")
-		released <- err
-	}()
-
-	base := time.Date(2030, 10, 1, 0, 0, 0, 0, time.UTC)
-	runs := []store.Run{newRun(1, base), newRun(1, base.Add(time.Second)), newRun(1, base.Add(2*time.Second))}
-	inserted, err := s.InsertRuns(ctx, runs)
-	require.NoError(t, err, "retried after SQLITE_BUSY")
-	require.Len(t, inserted, 3)
-	require.NoError(t, <-released)
-	for _, r := range runs {
-		_, err := s.RunByFireID(ctx, r.FireID)
-		require.NoError(t, err)
 	}
 }

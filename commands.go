@@ -44,6 +44,40 @@ import (
 // prints its URL (or gives up).
 const readyTimeout = 2 * time.Minute
 
+// Bounds of each step of a command's stop after SIGINT/SIGTERM. Each
+// component stops gracefully within its own limits (the node: its running
+// fires get the agent's ShutdownGrace, queued results FlushTimeout, then
+// they stay in the spool); these only keep a component that does not
+// return (e.g. a stuck storage call) from holding the process: the stop
+// logs it and goes on, so the process always exits, and what the
+// abandoned component had not finished is what a crash would leave (the
+// start journal and the spool cover it on the next start). A second
+// SIGINT ends the process at once (main).
+const (
+	nodeStopTimeout   = 45 * time.Second // agent: 10 s grace + 5 s cancel + 5 s flush + deregistration, plugins
+	serverStopTimeout = 30 * time.Second // raft, HTTP (5 s), registration, SQL
+	etcdStopTimeout   = 15 * time.Second
+)
+
+// stopWithin runs stop and waits at most d for it; past d it logs what did
+// not stop and returns (stop goes on in the background).
+func stopWithin(log *slog.Logger, what string, d time.Duration, stop func()) {
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		stop()
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		log.Info("stopped", "component", what, "took", time.Since(start).Round(time.Millisecond))
+	case <-t.C:
+		log.Error("stop did not finish in time; exiting without waiting for it", "component", what, "waited", d)
+	}
+}
+
 // commonConfig is shared by every long-running command.
 type commonConfig struct {
 	// LogLevel is the minimum level logged.
@@ -444,7 +478,7 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 	if err != nil {
 		return err
 	}
-	defer etcd.Close()
+	defer stopWithin(log, "embedded etcd", etcdStopTimeout, etcd.Close)
 	met := metrics.New() // one registry for the server and the node
 	cli, err := etcd.Client(met.EtcdDialOptions()...)
 	if err != nil {
@@ -471,7 +505,7 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
-	defer srv.Stop()
+	defer stopWithin(log, "server", serverStopTimeout, srv.Stop)
 
 	exe, err := os.Executable()
 	if err != nil {
@@ -489,7 +523,7 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 	if err := nd.Start(ctx); err != nil {
 		return err
 	}
-	defer nd.Stop()
+	defer stopWithin(log, "node", nodeStopTimeout, nd.Stop)
 	nd.AddReadyChecks(srv.Readiness())
 
 	// The URL is printed only once the instance can serve (GET /readyz would answer 200).
@@ -508,7 +542,7 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 	}
 	fmt.Fprint(stdout, "  Stop with Ctrl-C.\n\n")
 	<-ctx.Done()
-	fmt.Fprintln(stdout, "stopping…")
+	fmt.Fprintln(stdout, "stopping… (Ctrl-C again to exit at once)")
 	return nil
 }
 
@@ -581,7 +615,7 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
-	defer srv.Stop()
+	defer stopWithin(log, "server", serverStopTimeout, srv.Stop)
 	fmt.Fprintf(stdout, "Cronix server %s is running: %s\n", cfg.ID, srv.URL())
 	printLogin(stdout, srv, getenv("CRONIX_ADMIN_PASSWORD") != "")
 	<-ctx.Done()
@@ -673,7 +707,7 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 	if err := nd.Start(ctx); err != nil {
 		return err
 	}
-	defer nd.Stop()
+	defer stopWithin(log, "node", nodeStopTimeout, nd.Stop)
 	fmt.Fprintf(stdout, "Cronix node %s is running (group %q)\n", nd.UUID(), cfg.Group)
 	<-ctx.Done()
 	return nil

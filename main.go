@@ -59,6 +59,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first SIGINT/SIGTERM starts a graceful stop; from then on the
+	// signals have their default effect again, so a second one ends the
+	// process at once instead of waiting for the stop to finish.
+	context.AfterFunc(ctx, stop)
 	cmd, rest := args[0], args[1:]
 	var err error
 	switch cmd {

@@ -40,6 +40,7 @@ import (
 //	flaky  fails (exit code 1) until attempt params.succeed_at, then succeeds
 //	permanent  returns a pluginapi.Permanent error
 //	stream writes "first", waits for step, writes "second", waits for release
+//	stuck  waits until released, ignoring ctx (a handler that ignores cancellation)
 type testRunner struct {
 	mu       sync.Mutex
 	calls    map[string]int
@@ -116,6 +117,9 @@ func (r *testRunner) Run(ctx context.Context, handler string, req pluginapi.Requ
 		case <-ctx.Done():
 			return pluginapi.Result{Status: pluginapi.StatusFailed, ExitCode: -1, Message: "signal: killed"}, nil
 		}
+	case "stuck":
+		<-r.release
+		return pluginapi.Result{Status: pluginapi.StatusSuccess}, nil
 	case "panic":
 		panic("handler bug")
 	case "flaky":

@@ -49,15 +49,30 @@ type Config struct {
 	// certificate signed by this CA; with auth on, a client that sends no
 	// password is the user named by its certificate's common name.
 	ClientCAFile string
+	// CompactionRetention is the MVCC history kept (periodic
+	// auto-compaction); 0 means DefaultCompactionRetention. Only watches
+	// resuming from an older revision need history, and every Cronix watch
+	// lists again when told its revision was compacted.
+	CompactionRetention time.Duration
 }
 
 // DefaultMaxTxnOps is the per-transaction operation limit of embedded etcd.
 const DefaultMaxTxnOps = 8192
 
-// Raft log bounds of embedded etcd (see Start).
+// Raft log and MVCC history bounds of embedded etcd (see Start).
 const (
-	SnapshotCount          = 2_000
-	SnapshotCatchUpEntries = 500
+	// SnapshotCount is how many applied entries trigger a snapshot to disk
+	// (a backend commit with fsync, a snap file, the WAL released).
+	SnapshotCount = 2_000
+	// SnapshotCatchUpEntries is how many entries the in-memory raft log
+	// keeps after each snapshot. etcd takes an in-memory snapshot every 100
+	// applied entries and then drops the log up to this many entries before
+	// it; a single member has no follower to catch up, so it keeps few.
+	SnapshotCatchUpEntries = 10
+	// DefaultCompactionRetention is how much MVCC history (old and deleted
+	// revisions) the embedded etcd keeps: it compacts every retention
+	// period up to the revision of one period before.
+	DefaultCompactionRetention = 10 * time.Second
 )
 
 // Etcd is a running embedded etcd server.
@@ -123,15 +138,24 @@ func start(ctx context.Context, cfg Config) (*Etcd, error) {
 		ec.MaxTxnOps = DefaultMaxTxnOps
 	}
 	ec.MaxRequestBytes = 8 << 20
-	// The raft log stays in memory from one snapshot to the next: etcd's
-	// default of a snapshot every 100,000 entries holds every dispatch
-	// batch and placement of that stretch (tens to hundreds of MB at
-	// thousands of fires per second). This etcd is a single member with no
-	// follower to catch up, so it snapshots often and keeps few entries.
+	// The raft log stays in memory between etcd's in-memory snapshots
+	// (every 100 applied entries), and then the last SnapshotCatchUpEntries
+	// are kept: etcd's default of 5,000 held every dispatch batch of the
+	// last half hour or so at a few entries per second (~0.6 MB an entry at
+	// 1,000 fires/s). This etcd is a single member with no follower to
+	// catch up, so it keeps few; disk snapshots stay at SnapshotCount.
 	ec.SnapshotCount = SnapshotCount
 	ec.SnapshotCatchUpEntries = SnapshotCatchUpEntries
+	// Every dispatched fire is a created and then deleted run key: each
+	// leaves its revisions in the MVCC index (memory) and in bbolt until a
+	// compaction, so history is kept for a short period only (with 1h, at
+	// 1,000 fires/s the key index alone grew by ~15 MB a minute).
+	retention := cfg.CompactionRetention
+	if retention <= 0 {
+		retention = DefaultCompactionRetention
+	}
 	ec.AutoCompactionMode = "periodic"
-	ec.AutoCompactionRetention = "1h"
+	ec.AutoCompactionRetention = retention.String()
 	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
 	ec.AuthToken = "simple"
 	if cfg.AuthTokenTTL > 0 {

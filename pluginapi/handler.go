@@ -14,6 +14,10 @@ type Info struct {
 	Version      string          `json:"version"`
 	Description  string          `json:"description,omitempty"`
 	ParamsSchema json.RawMessage `json:"params_schema"`
+	// HoldsStartAt is set by the host from Describe: the plugin waits for
+	// Request.StartAt before calling its handler (every plugin built with
+	// this SDK, 1.1 and later, does; a handler does not set it).
+	HoldsStartAt bool `json:"-"`
 }
 
 // Request is one run of a job handed to a handler.
@@ -29,6 +33,12 @@ type Request struct {
 	// number of shards. Both are 0 when the job is not sharded.
 	ShardIndex int
 	ShardTotal int
+	// StartAt, when set, is the earliest time the handler may be called:
+	// the host hands a fire dispatched ahead of its time to the plugin a
+	// moment early and the SDK waits until StartAt before calling Run (a
+	// cancel meanwhile ends the run without calling it). Zero: at once.
+	// Handlers see it already passed.
+	StartAt time.Time
 }
 
 // Status is the outcome a handler reports.

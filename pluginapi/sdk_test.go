@@ -416,3 +416,41 @@ func TestContractOfAWellBehavedHandler(t *testing.T) {
 	}
 	plugintest.CheckContract(t, h, json.RawMessage(`{"x":"short"}`), plugintest.LongRunning(json.RawMessage(`{"x":"long"}`)))
 }
+
+// A run handed over before its StartAt reaches the handler only at
+// StartAt; cancelled before then, the handler is never called. Plugins
+// built with this SDK say so in Describe (HoldsStartAt).
+func TestRunWaitsForStartAt(t *testing.T) {
+	t.Parallel()
+	var (
+		mu    sync.Mutex
+		calls = map[string]time.Time{}
+	)
+	h := plugintest.Connect(t, &funcHandler{info: testInfo, run: func(_ context.Context, req pluginapi.Request, _ io.Writer) (pluginapi.Result, error) {
+		mu.Lock()
+		calls[req.FireID] = time.Now()
+		mu.Unlock()
+		return pluginapi.Result{Status: pluginapi.StatusSuccess}, nil
+	}})
+	info, err := h.Info(t.Context())
+	require.NoError(t, err)
+	require.True(t, info.HoldsStartAt)
+
+	at := time.Now().Add(300 * time.Millisecond)
+	res, err := h.Run(t.Context(), pluginapi.Request{FireID: "1-1", JobID: 1, Attempt: 1, StartAt: at}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.StatusSuccess, res.Status)
+	mu.Lock()
+	called := calls["1-1"]
+	mu.Unlock()
+	require.False(t, called.Before(at), "handler called %s before StartAt", at.Sub(called))
+
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	res, _ = h.Run(ctx, pluginapi.Request{FireID: "1-2", JobID: 1, Attempt: 1, StartAt: time.Now().Add(time.Hour)}, io.Discard)
+	require.Equal(t, pluginapi.StatusFailed, res.Status)
+	mu.Lock()
+	_, ran := calls["1-2"]
+	mu.Unlock()
+	require.False(t, ran, "a run cancelled before its StartAt never reaches the handler")
+}

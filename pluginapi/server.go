@@ -73,6 +73,11 @@ func (s *grpcServer) Run(req *wire.RunRequest, stream wire.Handler_RunServer) er
 	if s.tracker != nil {
 		w.onWire = s.tracker
 	}
+	if !waitStart(ctx, req.GetStartAtUnixNano()) {
+		w.Close()
+		res := Result{Status: StatusFailed, ExitCode: -1, Message: "cancelled before its start time"}
+		return stream.Send(&wire.RunEvent{Event: &wire.RunEvent_Result{Result: resultToWire(res, nil)}})
+	}
 	res, err := s.run(ctx, requestFromWire(req), w)
 	w.Close()
 	if err == nil && res.Status != StatusSuccess && res.Status != StatusFailed {
@@ -248,4 +253,24 @@ func (w *chunkWriter) Close() {
 	}
 	w.flushLocked()
 	w.closed = true
+}
+
+// waitStart waits until startAt (Unix ns; 0 = no wait) or ctx ends; false
+// when ctx ended first (the run is not to be started).
+func waitStart(ctx context.Context, startAt int64) bool {
+	if startAt == 0 {
+		return true
+	}
+	d := time.Until(time.Unix(0, startAt))
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

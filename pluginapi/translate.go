@@ -22,6 +22,7 @@ func infoToWire(i Info) *wire.DescribeResponse {
 		Description:  i.Description,
 		ParamsSchema: i.ParamsSchema,
 		Sdk:          "cronix-pluginapi-go/" + SDKVersion,
+		HoldsStartAt: true, // grpcServer.Run waits for start_at
 	}
 }
 
@@ -31,6 +32,7 @@ func infoFromWire(w *wire.DescribeResponse) Info {
 		Version:      w.GetVersion(),
 		Description:  w.GetDescription(),
 		ParamsSchema: w.GetParamsSchema(),
+		HoldsStartAt: w.GetHoldsStartAt(),
 	}
 }
 
@@ -39,7 +41,12 @@ func requestToWire(r Request) *wire.RunRequest {
 	if !r.ScheduledAt.IsZero() {
 		at = r.ScheduledAt.UnixNano()
 	}
+	var start int64
+	if !r.StartAt.IsZero() {
+		start = r.StartAt.UnixNano()
+	}
 	return &wire.RunRequest{
+		StartAtUnixNano:     start,
 		FireId:              r.FireID,
 		JobId:               r.JobID,
 		JobName:             r.JobName,
@@ -56,7 +63,12 @@ func requestFromWire(w *wire.RunRequest) Request {
 	if n := w.GetScheduledAtUnixNano(); n != 0 {
 		at = time.Unix(0, n).UTC()
 	}
+	var start time.Time
+	if n := w.GetStartAtUnixNano(); n != 0 {
+		start = time.Unix(0, n).UTC()
+	}
 	return Request{
+		StartAt:     start,
 		FireID:      w.GetFireId(),
 		JobID:       w.GetJobId(),
 		JobName:     w.GetJobName(),

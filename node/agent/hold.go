@@ -5,6 +5,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/cronix/cronix/cluster"
 )
 
 // maxHold bounds how long a fire dispatched ahead is held: a StartAt
@@ -31,19 +33,44 @@ func newHoldQueue() *holdQueue {
 	return &holdQueue{byAt: map[int64][]opened{}, held: map[string]bool{}, wake: make(chan struct{}, 1)}
 }
 
-// holdEarly moves the fires whose StartAt is still to come into the hold
-// and returns the others (due now), in order.
+// startLead is how long before its StartAt a fire is released to a
+// Runner that waits for Request.StartAt itself (pluginhost: a plugin whose
+// Describe says HoldsStartAt; every plugin built with the Go SDK 1.1+):
+// the journal write, the run goroutine and the call to the plugin happen
+// before the start time and the plugin starts the handler at StartAt. The
+// block strategy is then applied startLead before StartAt.
+const startLead = 100 * time.Millisecond
+
+// startHolder is a Runner that can be handed a run before its StartAt.
+type startHolder interface {
+	HoldsStartAt(handler string) bool
+}
+
+// releaseAt is when a fire dispatched ahead is released from the hold.
+func (a *Agent) releaseAt(d *cluster.Dispatch) time.Time {
+	if sh, ok := a.runner.(startHolder); ok && sh.HoldsStartAt(d.Job.Handler) {
+		return d.StartAt.Add(-startLead)
+	}
+	return d.StartAt
+}
+
+// holdEarly moves the fires whose release time (releaseAt) is still to
+// come into the hold and returns the others (due now), in order.
 func (a *Agent) holdEarly(fires []opened) []opened {
 	now := time.Now()
 	due := fires[:0:0]
 	q := a.hold
 	var woke bool
 	for _, f := range fires {
-		if f.err != nil || f.d.StartAt.IsZero() || !f.d.StartAt.After(now) {
+		if f.err != nil || f.d.StartAt.IsZero() {
 			due = append(due, f)
 			continue
 		}
-		at := f.d.StartAt
+		at := a.releaseAt(&f.d)
+		if !at.After(now) {
+			due = append(due, f)
+			continue
+		}
 		if lim := now.Add(maxHold); at.After(lim) {
 			at = lim
 		}

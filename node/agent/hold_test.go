@@ -1,13 +1,17 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/pluginapi"
 )
 
 // dispatchAhead puts a fire dispatched ahead: StartAt (= its scheduled
@@ -125,4 +129,75 @@ func TestHeldFiresSurviveARestart(t *testing.T) {
 	_, times := b.runner.callInfo("36-1000")
 	require.Len(t, times, 1)
 	require.False(t, times[0].Before(at))
+}
+
+// holdingRunner is a testRunner that waits for Request.StartAt itself, as
+// a plugin built with the Go SDK does; it records each first request.
+type holdingRunner struct {
+	*testRunner
+	mu     sync.Mutex
+	handed map[string]time.Time // fire → when Run was called
+	starts map[string]time.Time // fire → Request.StartAt
+}
+
+func (r *holdingRunner) HoldsStartAt(string) bool { return true }
+
+func (r *holdingRunner) Run(ctx context.Context, handler string, req pluginapi.Request, out io.Writer) (pluginapi.Result, error) {
+	r.mu.Lock()
+	r.handed[req.FireID], r.starts[req.FireID] = time.Now(), req.StartAt
+	r.mu.Unlock()
+	if d := time.Until(req.StartAt); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return pluginapi.Result{Status: pluginapi.StatusFailed, ExitCode: -1}, ctx.Err()
+		}
+	}
+	return r.testRunner.Run(ctx, handler, req, out)
+}
+
+// With a Runner that holds StartAt, a fire dispatched ahead is handed over
+// startLead before its time with StartAt set, and reported started at it.
+func TestHandedOverAheadToARunnerThatHolds(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	run := &holdingRunner{testRunner: b.runner, handed: map[string]time.Time{}, starts: map[string]time.Time{}}
+	a, err := New(b.cfg, b.etcd, run)
+	require.NoError(t, err)
+	t.Cleanup(a.Stop)
+	b.agent.Stop()
+	b.agent = a
+	b.start(t)
+
+	at := time.Now().Add(time.Second).Truncate(time.Millisecond)
+	b.dispatchAhead(t, "37-1000", "echo", at)
+	res := b.waitFinal(t, "37-1000")
+	require.Equal(t, cluster.StatusSuccess, res.Status)
+	run.mu.Lock()
+	handed, startAt := run.handed["37-1000"], run.starts["37-1000"]
+	run.mu.Unlock()
+	_, times := b.runner.callInfo("37-1000")
+	require.False(t, times[0].Before(at), "the handler started at StartAt")
+	require.False(t, handed.Before(at.Add(-startLead-50*time.Millisecond)), "not much earlier than startLead")
+	// The release is a timer: on a loaded machine it can come after the
+	// start time, and then the fire is simply handed over at once.
+	if handed.Before(at) {
+		require.True(t, startAt.Equal(at), "Request.StartAt %s, handed %s, at %s", startAt, handed, at)
+		require.True(t, res.StartedAt.Equal(at), "started_at is the start time: %s", res.StartedAt)
+	} else {
+		require.True(t, startAt.IsZero())
+	}
+}
+
+// The release time from the hold: startLead early for a Runner that holds
+// StartAt for the handler, at StartAt for any other.
+func TestReleaseAtDependsOnTheRunner(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	at := time.Now().Add(time.Hour)
+	d := cluster.Dispatch{StartAt: at, Job: cluster.JobConfig{Handler: "echo"}}
+	require.True(t, b.agent.releaseAt(&d).Equal(at), "plain runner: at StartAt")
+	held, err := New(b.cfg, b.etcd, &holdingRunner{testRunner: b.runner})
+	require.NoError(t, err)
+	require.True(t, held.releaseAt(&d).Equal(at.Add(-startLead)), "holding runner: startLead early")
 }

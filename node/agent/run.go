@@ -51,6 +51,9 @@ func (a *Agent) run(e *execution) {
 
 	started := time.Now().UTC()
 	a.reporter.started(started)
+	if d.StartAt.After(started) { // handed over ahead (startLead): the handler starts at StartAt
+		started = d.StartAt.UTC()
+	}
 	a.cfg.Metrics.ObserveLateness(metrics.StageStarted, started.Sub(d.ScheduledAt))
 	a.cfg.Metrics.RunStarted(d.Job.Handler)
 	finalStatus := cluster.StatusFailed // unless the fire ends normally
@@ -154,13 +157,20 @@ func (o attemptOutcome) why() string {
 // attempt runs the handler once with the job timeout and classifies the end.
 func (a *Agent) attempt(e *execution, n int) attemptOutcome {
 	d := e.d
+	// A first attempt handed over before its start time (dispatch ahead,
+	// startLead) starts at StartAt: its timeout counts from then.
+	var startAt time.Time
+	if n == 1 && d.StartAt.After(time.Now()) {
+		startAt = d.StartAt
+	}
 	ctx, cancel := context.WithCancel(e.ctx)
 	if d.Job.TimeoutSeconds > 0 {
 		cancel()
-		ctx, cancel = context.WithTimeout(e.ctx, time.Duration(d.Job.TimeoutSeconds)*time.Second)
+		ctx, cancel = context.WithDeadline(e.ctx, maxTime(time.Now(), startAt).Add(time.Duration(d.Job.TimeoutSeconds)*time.Second))
 	}
 	defer cancel()
 	req := pluginapi.Request{
+		StartAt:     startAt,
 		FireID:      d.FireID,
 		JobID:       d.Job.JobID,
 		JobName:     d.Job.Name,
@@ -260,4 +270,11 @@ func joinMessage(what, handlerMsg string, err error) string {
 		return what
 	}
 	return what + ": " + handlerMsg
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"testing"
+	"time"
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"github.com/stretchr/testify/require"
@@ -45,6 +46,16 @@ func TestFrozenV1PluginOnCurrentHost(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, pluginapi.Result{Status: pluginapi.StatusSuccess, Message: "v1 ok"}, res)
 	require.Equal(t, "frozen v1 plugin ran fire 7-1000 (attempt 2)\n", out.String())
+
+	// A v1 plugin does not wait for StartAt: the host does, before calling it.
+	require.False(t, h.HoldsStartAt("frozen"))
+	require.True(t, h.HoldsStartAt("shell"), "a plugin of the current SDK holds StartAt itself")
+	at := time.Now().Add(300 * time.Millisecond)
+	res, err = h.Run(t.Context(), "frozen", pluginapi.Request{FireID: "7-2000", Attempt: 1, StartAt: at,
+		Params: json.RawMessage(`{"text":"hi"}`)}, &out)
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.StatusSuccess, res.Status)
+	require.False(t, time.Now().Before(at), "the run ended before its StartAt")
 }
 
 // TestCurrentPluginOnV1Host: a plugin built with today's SDK still serves a

@@ -377,6 +377,13 @@ func (h *Host) Run(ctx context.Context, handler string, req pluginapi.Request, o
 	if err != nil {
 		return failed(err), err
 	}
+	if !req.StartAt.IsZero() && !m.holds.Load() {
+		// This plugin would start at once: wait here instead.
+		if err := sleepUntil(ctx, req.StartAt); err != nil {
+			return failed(err), err
+		}
+		req.StartAt = time.Time{}
+	}
 	res, err := hd.Run(ctx, req, out)
 	if err != nil {
 		if err := m.exited(client, err); err != nil {
@@ -384,6 +391,30 @@ func (h *Host) Run(ctx context.Context, handler string, req pluginapi.Request, o
 		}
 	}
 	return res, err
+}
+
+// HoldsStartAt reports whether the plugin serving handler waits for
+// Request.StartAt itself (its Describe said so): a run can then be handed
+// to it before its start time. For any other plugin Run waits in the host.
+func (h *Host) HoldsStartAt(handler string) bool {
+	m, err := h.lookup(handler)
+	return err == nil && m.holds.Load()
+}
+
+// sleepUntil waits until t or ctx ends (its error).
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // Validate checks params with the named handler, bounded by the
@@ -438,6 +469,7 @@ type managed struct {
 	client    *goplugin.Client // nil when no process runs
 	handler   pluginapi.Handler
 	info      pluginapi.Info
+	holds     atomic.Bool // the running process's Describe said HoldsStartAt
 	stderr    *tailWriter // the current process's last stderr lines
 	startedAt time.Time   // when the current process started
 	stopped   bool
@@ -592,6 +624,7 @@ func (m *managed) launchLocked(ctx context.Context) error {
 			fmt.Errorf("restarted plugin serves handler %q instead of %q", info.Name, m.info.Name))
 	}
 	m.client, m.handler, m.info, m.stderr, m.startedAt = client, hd, info, stderr, time.Now()
+	m.holds.Store(info.HoldsStartAt)
 	m.opts.Metrics.PluginStarted(m.spec.Name)
 	m.status.State, m.status.Reason, m.status.Message, m.status.RetryAt = cluster.PluginLoaded, "", "", nil
 	m.status.Handler, m.status.Version, m.status.Protocol = info.Name, info.Version, client.NegotiatedVersion()

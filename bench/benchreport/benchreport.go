@@ -1,6 +1,7 @@
 // Package benchreport holds what the benchmark programs share: percentiles,
-// the machine line, counting handler executions from an execution log, and
-// updating one section of docs/benchmarks.md between markers.
+// the machine line, counting handler executions from an execution log,
+// updating one section of docs/benchmarks.md between markers, and the HTTP
+// receiver of the http jobs (Receiver).
 package benchreport
 
 import (

@@ -13,8 +13,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -170,12 +168,12 @@ func measure(binary, handler string, jobs, seconds, backlog int, retention bool)
 	env := []string{"CRONIX_ADMIN_PASSWORD=bench-pw", "CRONIX_LOG_LEVEL=warn"}
 	params, _ := json.Marshal(map[string]string{"script": "true"})
 	if handler == "http" {
-		url, stop, err := receiver()
+		rec, err := benchreport.StartReceiver(nil)
 		if err != nil {
 			return res, err
 		}
-		defer stop()
-		params, _ = json.Marshal(map[string]string{"url": url})
+		defer rec.Close()
+		params, _ = json.Marshal(map[string]string{"url": rec.URL("/")})
 		env = append(env, "CRONIX_HTTP_ALLOW_LOOPBACK=true")
 	}
 	if retention {
@@ -318,25 +316,4 @@ func render(handler string, jobs, seconds, backlog int, note string, ps []phase)
 	}
 	b.WriteString("\n")
 	return b.String()
-}
-
-// receiver serves the http jobs' requests (204 to every request) and
-// returns its URL and a stop function.
-func receiver() (string, func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, fmt.Errorf("receiver: %w", err)
-	}
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(http.StatusNoContent)
-	})}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln)
-	}()
-	return "http://" + ln.Addr().String() + "/", func() {
-		_ = srv.Close()
-		<-done
-	}, nil
 }

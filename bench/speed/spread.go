@@ -72,7 +72,7 @@ func spreadWorkload(ctx context.Context, cfg config, rate int) (row, error) {
 	}
 	created := time.Now()
 	ids, err := createJobsBatch(ctx, s.api, rate, cfg.batchWorkers, func(i int) map[string]any {
-		b := everySecond(fmt.Sprintf("spread-%05d", i), "http", map[string]any{"url": rec.url(fmt.Sprintf("/j/%d", i))})
+		b := everySecond(fmt.Sprintf("spread-%05d", i), "http", map[string]any{"url": rec.URL(fmt.Sprintf("/j/%d", i))})
 		b["route_strategy"] = cfg.spreadRoute
 		return b
 	})

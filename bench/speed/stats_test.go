@@ -188,9 +188,9 @@ func TestArrivalsNamingTheirFireAreExact(t *testing.T) {
 func TestReceiverReadsTheFireIDHeader(t *testing.T) {
 	rec, err := startReceiver()
 	require.NoError(t, err)
-	t.Cleanup(rec.close)
+	t.Cleanup(rec.Close)
 	for _, id := range []string{"42-1700000001000", ""} {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, rec.url("/j/0"), nil)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, rec.URL("/j/0"), nil)
 		require.NoError(t, err)
 		if id != "" {
 			req.Header.Set(fireIDHeader, id)

@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cronix/cronix/bench/benchreport"
 )
 
 // row is one line of the report table plus its notes.
@@ -34,9 +34,7 @@ type row struct {
 // handler's X-Cronix-Fire-Id header (its job id and scheduled second, see
 // parseFireID), so each arrival is attributed to its fire exactly.
 type receiver struct {
-	srv  *http.Server
-	ln   net.Listener
-	done chan struct{}
+	*benchreport.Receiver
 
 	mu       sync.Mutex
 	arrivals []sample // Job = the job's index until mapped to its id
@@ -45,12 +43,9 @@ type receiver struct {
 }
 
 func startReceiver() (*receiver, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("receiver: %w", err)
-	}
-	r := &receiver{ln: ln, done: make(chan struct{}), last: map[int64]time.Time{}}
-	r.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r := &receiver{last: map[int64]time.Time{}}
+	var err error
+	r.Receiver, err = benchreport.StartReceiver(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		at := time.Now()
 		if rest, ok := strings.CutPrefix(req.URL.Path, "/j/"); ok {
 			if i, err := strconv.ParseInt(rest, 10, 64); err == nil {
@@ -69,21 +64,11 @@ func startReceiver() (*receiver, error) {
 			r.mu.Unlock()
 		}
 		w.WriteHeader(http.StatusNoContent)
-	})}
-	go func() {
-		defer close(r.done)
-		if err := r.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintln(os.Stderr, "receiver:", err)
-		}
-	}()
+	}))
+	if err != nil {
+		return nil, err
+	}
 	return r, nil
-}
-
-func (r *receiver) url(path string) string { return "http://" + r.ln.Addr().String() + path }
-
-func (r *receiver) close() {
-	_ = r.srv.Close()
-	<-r.done
 }
 
 // allPast reports whether every index in [0, n) has an arrival at or after t.
@@ -144,7 +129,7 @@ func newRig(cfg config, name string) (*rig, error) {
 		return nil, err
 	}
 	if rg.dir, err = os.MkdirTemp("", "cronix-speed-"+name+"-"); err != nil {
-		rg.rec.close()
+		rg.rec.Close()
 		return nil, fmt.Errorf("temp dir: %w", err)
 	}
 	rg.dataDir = filepath.Join(rg.dir, "data")
@@ -162,7 +147,7 @@ func (rg *rig) close(cfg config) {
 	if rg.s != nil {
 		rg.s.p.KillGroup()
 	}
-	rg.rec.close()
+	rg.rec.Close()
 	cfg.cleanup(rg.dir)
 }
 
@@ -201,7 +186,7 @@ func httpWorkload(ctx context.Context, cfg config, rate int) (row, error) {
 	rec, s := rg.rec, rg.s
 	created := time.Now()
 	ids, err := createJobsBatch(ctx, s.api, rate, cfg.batchWorkers, func(i int) map[string]any {
-		return everySecond(fmt.Sprintf("http-%05d", i), "http", map[string]any{"url": rec.url(fmt.Sprintf("/j/%d", i))})
+		return everySecond(fmt.Sprintf("http-%05d", i), "http", map[string]any{"url": rec.URL(fmt.Sprintf("/j/%d", i))})
 	})
 	if err != nil {
 		return row{}, err
@@ -451,7 +436,7 @@ func scaleWorkload(ctx context.Context, cfg config) (row, error) {
 		sch := slow(i)
 		rngMu.Unlock()
 		return map[string]any{"name": fmt.Sprintf("scale-%06d", i), "schedule": sch, "handler": "http",
-			"params": map[string]any{"url": rec.url("/bg/")}}
+			"params": map[string]any{"url": rec.URL("/bg/")}}
 	})
 	if err != nil {
 		return row{}, err
@@ -460,7 +445,7 @@ func scaleWorkload(ctx context.Context, cfg config) (row, error) {
 	fmt.Printf("scale: created %d jobs through POST /api/v1/jobs/batch in %s\n", apiN, apiTook.Round(time.Millisecond))
 	oneStart := time.Now()
 	ids, err := createJobs(ctx, s.api, cfg.scaleEverySecond, cfg.createWorkers, func(i int) map[string]any {
-		return everySecond(fmt.Sprintf("scale-1s-%04d", i), "http", map[string]any{"url": rec.url(fmt.Sprintf("/j/%d", i))})
+		return everySecond(fmt.Sprintf("scale-1s-%04d", i), "http", map[string]any{"url": rec.URL(fmt.Sprintf("/j/%d", i))})
 	})
 	if err != nil {
 		return row{}, err

@@ -45,6 +45,41 @@ func (r *startRunner) expect(n int) {
 	r.mu.Unlock()
 }
 
+// batchWait bounds each wait of BenchmarkBatchStart: a batch's handler
+// calls, then its run keys' deletion (milliseconds when all is well).
+const batchWait = 2 * time.Minute
+
+// waitNoRunKeys waits until the node has no run key left (every result
+// delivered and its key deleted): it counts the keys, then follows the
+// deletions (and any new key) on a watch from that count's revision. It
+// fails b when keys are still there after timeout.
+func waitNoRunKeys(b *testing.B, bu *bundle, timeout time.Duration) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(b.Context(), timeout)
+	defer cancel()
+	prefix := bu.cfg.Keys.RunPrefix(bu.cfg.UUID)
+	resp, err := bu.etcd.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := resp.Count
+	wch := bu.etcd.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+	for n > 0 {
+		wr, ok := <-wch
+		if !ok || wr.Err() != nil {
+			b.Fatalf("%d run keys still there after %s (watch: %v)", n, timeout, wr.Err())
+		}
+		for _, ev := range wr.Events {
+			switch {
+			case ev.Type == clientv3.EventTypeDelete:
+				n--
+			case ev.IsCreate():
+				n++
+			}
+		}
+	}
+}
+
 // BenchmarkBatchStart is a tick's batch on one node: n fires of n jobs
 // put under the node's run prefix in txns of 1,000 (as the leader
 // dispatches), with a spool (start journal and result spool on disk). It
@@ -84,7 +119,14 @@ func BenchmarkBatchStart(b *testing.B) {
 						t0 = time.Now()
 					}
 				}
-				<-run.done
+				select {
+				case <-run.done:
+				case <-time.After(batchWait):
+					run.mu.Lock()
+					started := len(run.starts)
+					run.mu.Unlock()
+					b.Fatalf("%d of %d handlers called after %s", started, n, batchWait)
+				}
 				run.mu.Lock()
 				starts := slices.Clone(run.starts)
 				run.mu.Unlock()
@@ -92,9 +134,7 @@ func BenchmarkBatchStart(b *testing.B) {
 				p50 += starts[len(starts)/2].Sub(t0)
 				last += starts[len(starts)-1].Sub(t0)
 				b.StopTimer()
-				for bu.runKeyCount(b) != 0 { // results delivered, keys deleted: the next tick starts clean
-					time.Sleep(5 * time.Millisecond)
-				}
+				waitNoRunKeys(b, bu, batchWait) // results delivered, keys deleted: the next tick starts clean
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(p50.Microseconds())/1000/float64(b.N), "ms-p50-start")

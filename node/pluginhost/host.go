@@ -21,8 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"io"
 	"log/slog"
 	"os"
@@ -32,6 +30,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	goplugin "github.com/hashicorp/go-plugin"
 
@@ -600,10 +601,7 @@ func (m *managed) launchLocked(ctx context.Context) error {
 	infoCtx, cancel := context.WithTimeoutCause(ctx, m.opts.DescribeTimeout,
 		fmt.Errorf("no answer to Info within %s", m.opts.DescribeTimeout))
 	info, err := hd.Info(infoCtx)
-	// The plugin side's deadline can expire a moment before ours: a
-	// deadline error while the caller's ctx is alive is our timeout too.
-	if err != nil && ctx.Err() == nil && (infoCtx.Err() != nil || errors.Is(err, context.DeadlineExceeded) ||
-		status.Code(err) == codes.DeadlineExceeded) {
+	if infoTimedOut(ctx, infoCtx, err) {
 		err = fmt.Errorf("no answer to Info within %s", m.opts.DescribeTimeout)
 	}
 	cancel()
@@ -631,6 +629,23 @@ func (m *managed) launchLocked(ctx context.Context) error {
 	m.status.State, m.status.Reason, m.status.Message, m.status.RetryAt = cluster.PluginLoaded, "", "", nil
 	m.status.Handler, m.status.Version, m.status.Protocol = info.Name, info.Version, client.NegotiatedVersion()
 	return nil
+}
+
+// infoTimedOut reports whether an Info call on infoCtx (derived from ctx)
+// that failed with err failed because infoCtx's deadline passed while ctx
+// is alive. The deadline is read on the clock too, not only through
+// infoCtx.Err(): the plugin's copy of it fires in the plugin's process, and
+// its answer (the handler's own "context deadline exceeded", which is not
+// context.DeadlineExceeded once it has crossed the wire) can be read here
+// before infoCtx's timer has run, while infoCtx.Err() is still nil (seen
+// under load: 1 run in 45). timeoutSlack is the same margin Validate uses.
+func infoTimedOut(ctx, infoCtx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil {
+		return false
+	}
+	dl, ok := infoCtx.Deadline()
+	return infoCtx.Err() != nil || (ok && time.Until(dl) <= timeoutSlack) ||
+		errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded
 }
 
 // get returns the handler of a running process, restarting the plugin when

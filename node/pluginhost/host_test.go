@@ -520,6 +520,33 @@ func nodeCrash(t *testing.T, bin, marker string) {
 	requireNoProcs(t, "sleep "+marker)
 }
 
+// lateCtx is a context whose deadline has passed but whose timer has not
+// run yet: Err is still nil, as it is for a moment after the deadline.
+type lateCtx struct{ context.Context }
+
+func (lateCtx) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+func (lateCtx) Err() error                  { return nil }
+
+// TestInfoTimedOutReadsTheClock: an Info error that arrives at the deadline
+// is the describe timeout even while the call's ctx does not say so yet
+// (the plugin's own deadline error, read before our timer ran); one long
+// before the deadline, or after the caller gave up, is not.
+func TestInfoTimedOutReadsTheClock(t *testing.T) {
+	t.Parallel()
+	fromPlugin := errors.New("context deadline exceeded") // a handler error: not context.DeadlineExceeded
+	require.True(t, infoTimedOut(t.Context(), lateCtx{t.Context()}, fromPlugin))
+
+	early, cancel := context.WithTimeout(t.Context(), time.Hour)
+	defer cancel()
+	require.False(t, infoTimedOut(t.Context(), early, errors.New("no handler configured")))
+	require.True(t, infoTimedOut(t.Context(), early, context.DeadlineExceeded))
+	require.False(t, infoTimedOut(t.Context(), early, nil))
+
+	gone, stop := context.WithCancel(t.Context())
+	stop()
+	require.False(t, infoTimedOut(gone, lateCtx{gone}, fromPlugin), "the caller's ctx ended: not our timeout")
+}
+
 // TestHungDescribeAndValidateAreBounded: a plugin that hangs in Info is
 // refused after the describe timeout; one that hangs in Validate fails the
 // call after the validate timeout, and the plugin keeps serving.

@@ -41,8 +41,15 @@ type scanner struct {
 	cursor scanCursor
 	jobs   map[int64]*jobState
 	seen   map[int64]time.Time // run id → updated_at of runs handled within the overlap
-	missed map[string]bool     // fire ids already raised as undispatched
-	undisp int64               // id cursor of the undispatched-runs query
+	// missed holds the fire ids raised as undispatched that the last
+	// complete sweep of the undispatched runs still returned; sweep collects
+	// them during the current sweep, which replaces missed when it ends. A
+	// fire that got dispatched or became terminal is not returned again
+	// (no report moves a run back to triggered), so it is forgotten after
+	// one sweep and missed holds at most the runs undispatched now.
+	missed map[string]bool
+	sweep  map[string]bool
+	undisp int64 // id cursor of the undispatched-runs query
 	// overlapAt is when a pass last re-read the overlap (wall clock: it
 	// paces passes, it is not compared with run times).
 	overlapAt time.Time
@@ -62,7 +69,7 @@ func (sc *scanner) overlapEvery() time.Duration {
 // leadership is gained and cancel ctx when it is lost; it returns when ctx
 // is done.
 func (s *Service) RunScanner(ctx context.Context) {
-	sc := &scanner{s: s, jobs: map[int64]*jobState{}, seen: map[int64]time.Time{}, missed: map[string]bool{}}
+	sc := newScanner(s)
 	for ctx.Err() == nil {
 		err := sc.load(ctx)
 		if err == nil {
@@ -78,6 +85,11 @@ func (s *Service) RunScanner(ctx context.Context) {
 			s.log.Warn("alert scanner pass failed; retrying", "err", err)
 		}
 	}
+}
+
+func newScanner(s *Service) *scanner {
+	return &scanner{s: s, jobs: map[int64]*jobState{}, seen: map[int64]time.Time{},
+		missed: map[string]bool{}, sweep: map[string]bool{}}
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
@@ -188,7 +200,10 @@ func (sc *scanner) pass(ctx context.Context) error {
 }
 
 // undispatched raises schedule.missed for fires still not dispatched a
-// threshold after they were due.
+// threshold after they were due. Each pass sweeps all of them (from id 0,
+// resuming where a failed pass stopped) and raises the ones not raised by
+// an earlier sweep; a fire raised again anyway (forgotten, then returned
+// again because the threshold setting shrank) is deduplicated by its key.
 func (sc *scanner) undispatched(ctx context.Context, before time.Time) error {
 	for {
 		runs, err := sc.s.cfg.Store.UndispatchedRunsBefore(ctx, before, sc.undisp, scanBatch)
@@ -196,19 +211,20 @@ func (sc *scanner) undispatched(ctx context.Context, before time.Time) error {
 			return err
 		}
 		for _, r := range runs {
-			if sc.missed[r.FireID] {
-				continue
+			if !sc.missed[r.FireID] && !sc.sweep[r.FireID] {
+				msg := fmt.Sprintf("fire due at %s was not dispatched within the threshold", r.ScheduledAt.UTC().Format(time.RFC3339))
+				if _, err := sc.s.raise(ctx, runEvent(KindScheduleMissed, &r, msg), ""); err != nil {
+					return err
+				}
 			}
-			msg := fmt.Sprintf("fire due at %s was not dispatched within the threshold", r.ScheduledAt.UTC().Format(time.RFC3339))
-			if _, err := sc.s.raise(ctx, runEvent(KindScheduleMissed, &r, msg), ""); err != nil {
-				return err
-			}
-			sc.missed[r.FireID] = true
+			sc.sweep[r.FireID] = true
 		}
 		if len(runs) < scanBatch {
 			// Start from the beginning next time: runs below the cursor may
-			// still be undispatched, and raised ones are skipped above.
+			// still be undispatched. The fires this sweep did not return
+			// are dispatched or terminal now: forget them.
 			sc.undisp = 0
+			sc.missed, sc.sweep = sc.sweep, map[string]bool{} // a new map: a cleared one keeps its peak size
 			return nil
 		}
 		sc.undisp = runs[len(runs)-1].ID

@@ -94,7 +94,7 @@ func main() {
 	flag.IntVar(&cfg.seconds, "seconds", 180, "measured window of each run, seconds")
 	flag.DurationVar(&cfg.warmup, "warmup", 5*time.Second, "firing before the window starts")
 	flag.DurationVar(&cfg.bucket, "bucket", 30*time.Second, "drift bucket: p99 lateness per bucket")
-	flag.IntVar(&cfg.floorSeconds, "floor-seconds", 60, "fork floor window (at most --seconds; 0 = skip the floor)")
+	flag.IntVar(&cfg.floorSeconds, "floor-seconds", 60, "fork floor and http floor window (at most --seconds; 0 = skip the floors)")
 	flag.IntVar(&cfg.floorWorkers, "floor-workers", runtime.GOMAXPROCS(0), "parallel starters of the fork floor")
 	flag.IntVar(&cfg.createWorkers, "create-workers", 8, "parallel API clients creating jobs")
 	flag.IntVar(&cfg.scaleJobs, "scale-jobs", 100_000, "scale: enabled hourly/daily jobs")
@@ -111,6 +111,13 @@ func main() {
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary data dirs")
 	flag.Int64Var(&cfg.seed, "seed", time.Now().UnixNano(), "seed of the scale schedules")
 	flag.Parse()
+	if spec := os.Getenv(floorClientEnv); spec != "" { // this process is the http floor's client
+		if err := floorClient(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "speed: http floor client:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var err error
 	if cfg.httpRates, err = ints(httpRates); err == nil {
 		cfg.shellRates, err = ints(shellRates)
@@ -162,6 +169,15 @@ func runAll(ctx context.Context, cfg config) error {
 					return fmt.Errorf("http %d/s: %w", rate, err)
 				}
 				rows = append(rows, r)
+				if cfg.floorSeconds > 0 {
+					fl, err := httpFloor(ctx, cfg, rate, min(cfg.seconds, cfg.floorSeconds))
+					if err != nil {
+						return fmt.Errorf("http floor %d/s: %w", rate, err)
+					}
+					rows = append(rows, fl)
+					ratios = append(ratios, fmt.Sprintf("http %d/s ÷ http floor: p50 %s, p99 %s (the floor is this machine's own lateness for that many simultaneous requests)",
+						rate, ratio(r.P50, fl.P50), ratio(r.P99, fl.P99)))
+				}
 			}
 		case "shell":
 			for _, rate := range cfg.shellRates {

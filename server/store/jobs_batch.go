@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	schema "github.com/cronix/cronix/sql"
 	"github.com/uptrace/bun"
@@ -129,31 +131,59 @@ func (s *Store) JobsByID(ctx context.Context, ids []int64) ([]Job, error) {
 // enabledPage is how many jobs ForEnabledJobs reads per query.
 const enabledPage = 2000
 
+// scheduleColumns are the columns of a job that firing it needs: what
+// ForEnabledJobs reads (not the description, author, alert addresses,
+// child jobs or timestamps, which the trigger loop never uses).
+var scheduleColumns = []string{
+	"j.id", "j.name", "j.group_name", "j.schedule_type", "j.schedule", "j.timezone", "j.handler", "j.params",
+	"j.timeout_seconds", "j.enabled", "j.route_strategy", "j.block_strategy", "j.misfire_policy",
+	"j.misfire_max_catch_up", "j.retry_count", "j.retry_interval_seconds", "j.node_uuid", "j.revision",
+}
+
 // ForEnabledJobs calls fn with every enabled job in id order, reading them
-// a page at a time (keyset by id), so a caller keeping a slim copy of each
-// never holds every full row at once. Each page is its own query: a job
-// saved meanwhile may or may not be seen. fn's error stops the walk and
-// is returned.
+// a window of ids at a time, so a caller keeping a slim copy of each never
+// holds every full row at once. Only the columns firing needs are read
+// (scheduleColumns): the other fields of the jobs fn sees are zero. Each
+// window is its own query over a primary key range, with no ORDER BY or
+// LIMIT (the page is sorted here): its plan cannot turn into a sort of
+// every enabled job, which PostgreSQL chose for each page of "enabled AND
+// id > ? ORDER BY id LIMIT n" with the statistics of a freshly filled
+// table (2 s for 100,000 jobs instead of 0.3 s). The window adapts to the
+// density of the ids. Jobs created after the walk began may or may not
+// be seen. fn's error stops the walk and is returned.
 func (s *Store) ForEnabledJobs(ctx context.Context, fn func(j *Job) error) error {
-	var after int64
+	var maxID int64
+	if err := s.db.NewSelect().Model((*jobRow)(nil)).ColumnExpr("COALESCE(MAX(j.id), 0)").Scan(ctx, &maxID); err != nil {
+		return wrap(err, "read the largest job id")
+	}
+	width := int64(enabledPage)
 	rows := make([]jobRow, 0, enabledPage)
-	for {
+	for after := int64(0); after < maxID; {
 		rows = rows[:0]
-		if err := s.db.NewSelect().Model(&rows).Where("j.enabled = ?", true).Where("j.id > ?", after).
-			Order("j.id ASC").Limit(enabledPage).Scan(ctx); err != nil {
-			return wrap(err, "list enabled jobs after %d", after)
+		upto := min(after+width, maxID)
+		if err := s.db.NewSelect().Model(&rows).Column(scheduleColumns...).
+			Where("j.id > ?", after).Where("j.id <= ?", upto).Scan(ctx); err != nil {
+			return wrap(err, "list enabled jobs %d..%d", after+1, upto)
 		}
+		slices.SortFunc(rows, func(a, b jobRow) int { return cmp.Compare(a.ID, b.ID) })
 		for i := range rows {
+			if !rows[i].Enabled {
+				continue
+			}
 			j := rows[i].domain()
 			if err := fn(&j); err != nil {
 				return err
 			}
 		}
-		if len(rows) < enabledPage {
-			return nil
+		after = upto
+		switch n := len(rows); {
+		case n < enabledPage/2 && width < 1<<40:
+			width *= 2 // sparse ids: wider windows
+		case n > 2*enabledPage && width > 1:
+			width /= 2
 		}
-		after = rows[len(rows)-1].ID
 	}
+	return nil
 }
 
 // JobRevision is a job's id, revision and schedule type: what the leader

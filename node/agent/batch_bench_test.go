@@ -80,6 +80,24 @@ func waitNoRunKeys(b *testing.B, bu *bundle, timeout time.Duration) {
 	}
 }
 
+// startBenchAgent starts an agent with a spool (start journal and result
+// spool on disk) whose runner records when each handler was called.
+func startBenchAgent(b *testing.B) (*bundle, *startRunner) {
+	b.Helper()
+	spoolDir := b.TempDir()
+	bu := setup(b, func(c *Config) { c.SpoolDir = spoolDir })
+	run := &startRunner{}
+	a, err := New(bu.cfg, bu.etcd, run)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(a.Stop)
+	if err := a.Start(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	return bu, run
+}
+
 // BenchmarkBatchStart is a tick's batch on one node: n fires of n jobs
 // put under the node's run prefix in txns of 1,000 (as the leader
 // dispatches), with a spool (start journal and result spool on disk). It
@@ -90,17 +108,7 @@ func waitNoRunKeys(b *testing.B, bu *bundle, timeout time.Duration) {
 func BenchmarkBatchStart(b *testing.B) {
 	for _, n := range []int{1000, 3000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			spoolDir := b.TempDir()
-			bu := setup(b, func(c *Config) { c.SpoolDir = spoolDir })
-			run := &startRunner{}
-			a, err := New(bu.cfg, bu.etcd, run)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(a.Stop)
-			if err := a.Start(b.Context()); err != nil {
-				b.Fatal(err)
-			}
+			bu, run := startBenchAgent(b)
 			var p50, last time.Duration
 			for i := range b.N {
 				ops := make([]clientv3.Op, n)

@@ -22,17 +22,7 @@ import (
 func BenchmarkHeldRelease(b *testing.B) {
 	for _, n := range []int{1000, 3000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			spoolDir := b.TempDir()
-			bu := setup(b, func(c *Config) { c.SpoolDir = spoolDir })
-			run := &startRunner{}
-			a, err := New(bu.cfg, bu.etcd, run)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(a.Stop)
-			if err := a.Start(b.Context()); err != nil {
-				b.Fatal(err)
-			}
+			bu, run := startBenchAgent(b)
 			var p50, last time.Duration
 			for i := range b.N {
 				at := time.Now().Add(500 * time.Millisecond).UTC()

@@ -24,15 +24,35 @@ func (h *harness) dispatchOf(node, fireID string) (cluster.Dispatch, bool) {
 
 var startAt = []string{cluster.FeatureStartAt}
 
+// newAheadHarness is a harness dispatching 400ms ahead with node n1, which
+// holds fires until their StartAt.
+func newAheadHarness(t *testing.T) *harness {
+	t.Helper()
+	h := newHarness(t)
+	h.ahead = 400 * time.Millisecond
+	h.sched = h.newScheduler()
+	h.addNodeWith("n1", "g", "127.0.0.1:1", startAt, "cmd")
+	return h
+}
+
+// toFirstDispatchAhead advances the clock of a started loop to the
+// dispatch of the fires of t0+1s (DispatchAhead before it) and waits for
+// the loop to handle it; it returns t0+1s.
+func (h *harness) toFirstDispatchAhead() time.Time {
+	h.t.Helper()
+	at1 := t0.Add(time.Second)
+	h.waitArmed(at1.Add(-h.ahead))
+	h.clock.Advance(time.Second - h.ahead)
+	h.waitArmed(at1.Add(time.Second - h.ahead))
+	return at1
+}
+
 // With DispatchAhead, a fire is recorded, dispatched (StartAt = its time)
 // and its cursor committed DispatchAhead before its time; a node without
 // the feature turns it off, so it never gets a fire early.
 func TestDispatchAheadOnlyToNodesThatHold(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.ahead = 400 * time.Millisecond
-	h.sched = h.newScheduler()
-	h.addNodeWith("n1", "g", "127.0.0.1:1", startAt, "cmd")
+	h := newAheadHarness(t)
 	h.store.putJob(job(1, everySecond))
 	h.start()
 
@@ -71,17 +91,11 @@ func TestDispatchAheadOnlyToNodesThatHold(t *testing.T) {
 // cancelled: a signed cancel request (kill key with Cancel) for it.
 func TestDisableCancelsTheFireDispatchedAhead(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.ahead = 400 * time.Millisecond
-	h.sched = h.newScheduler()
-	h.addNodeWith("n1", "g", "127.0.0.1:1", startAt, "cmd")
+	h := newAheadHarness(t)
 	h.store.putJob(job(1, everySecond))
 	h.store.putJob(job(2, everySecond))
 	h.start()
-	at1 := t0.Add(time.Second)
-	h.waitArmed(at1.Add(-h.ahead))
-	h.clock.Advance(time.Second - h.ahead)
-	h.waitArmed(at1.Add(time.Second - h.ahead))
+	at1 := h.toFirstDispatchAhead()
 	fire1 := cluster.FireID(1, at1)
 	_, ok := h.dispatchOf("n1", fire1)
 	require.True(t, ok)
@@ -105,16 +119,10 @@ func TestDisableCancelsTheFireDispatchedAhead(t *testing.T) {
 // again: the cursor was committed with the batch.
 func TestTakeoverAfterADispatchAhead(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.ahead = 400 * time.Millisecond
-	h.sched = h.newScheduler()
-	h.addNodeWith("n1", "g", "127.0.0.1:1", startAt, "cmd")
+	h := newAheadHarness(t)
 	h.store.putJob(job(1, everySecond))
 	h.start()
-	at1 := t0.Add(time.Second)
-	h.waitArmed(at1.Add(-h.ahead))
-	h.clock.Advance(time.Second - h.ahead)
-	h.waitArmed(at1.Add(time.Second - h.ahead))
+	at1 := h.toFirstDispatchAhead()
 	require.NoError(t, h.stop())
 
 	// The next term starts before at1: its first fire is the one after it.

@@ -256,7 +256,9 @@ func (w *chunkWriter) Close() {
 }
 
 // waitStart waits until startAt (Unix ns; 0 = no wait) or ctx ends; false
-// when ctx ended first (the run is not to be started).
+// when ctx ended first (the run is not to be started). The SDK imports no
+// other Cronix package (TestImportsNothingFromCronix), so it does not use
+// internal/waitctx.
 func waitStart(ctx context.Context, startAt int64) bool {
 	if startAt == 0 {
 		return true

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/internal/waitctx"
 )
 
 // killByRequest is the message of a fire killed through the API.
@@ -89,7 +90,7 @@ func (a *Agent) control(ctx context.Context) {
 		if err != nil {
 			if ctx.Err() == nil {
 				a.log.Warn("agent: listing kill requests", "error", err)
-				sleepCtx(ctx, bo.next())
+				waitctx.Sleep(ctx, bo.next())
 			}
 			continue
 		}
@@ -103,7 +104,7 @@ func (a *Agent) control(ctx context.Context) {
 		a.watchControl(ctx, kch, pch, &bo)
 		cancel()
 		if ctx.Err() == nil {
-			sleepCtx(ctx, bo.next())
+			waitctx.Sleep(ctx, bo.next())
 		}
 	}
 }

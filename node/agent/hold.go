@@ -60,7 +60,7 @@ func (a *Agent) holdEarly(fires []opened) []opened {
 	now := time.Now()
 	due := fires[:0:0]
 	q := a.hold
-	var woke bool
+	var locked bool // q.mu is taken on the first fire held
 	for _, f := range fires {
 		if f.err != nil || f.d.StartAt.IsZero() {
 			due = append(due, f)
@@ -74,9 +74,9 @@ func (a *Agent) holdEarly(fires []opened) []opened {
 		if lim := now.Add(maxHold); at.After(lim) {
 			at = lim
 		}
-		if !woke {
+		if !locked {
 			q.mu.Lock()
-			woke = true
+			locked = true
 		}
 		if q.held[f.d.FireID] {
 			continue
@@ -88,7 +88,7 @@ func (a *Agent) holdEarly(fires []opened) []opened {
 		}
 		q.byAt[k] = append(q.byAt[k], f)
 	}
-	if woke {
+	if locked {
 		q.mu.Unlock()
 		select {
 		case q.wake <- struct{}{}:

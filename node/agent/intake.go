@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/internal/waitctx"
 	"github.com/cronix/cronix/node/trust"
 )
 
@@ -37,7 +38,7 @@ func (a *Agent) intake(ctx context.Context) {
 		if err != nil {
 			if ctx.Err() == nil {
 				a.log.Warn("agent: listing dispatched fires", "prefix", prefix, "error", err)
-				sleepCtx(ctx, bo.next())
+				waitctx.Sleep(ctx, bo.next())
 			}
 			continue
 		}
@@ -63,7 +64,7 @@ func (a *Agent) intake(ctx context.Context) {
 			}
 		}
 		if ctx.Err() == nil {
-			sleepCtx(ctx, bo.next())
+			waitctx.Sleep(ctx, bo.next())
 		}
 	}
 }
@@ -277,7 +278,7 @@ func (a *Agent) open(ctx context.Context, kv *mvccpb.KeyValue) (body []byte, ter
 			return nil, 0, false
 		}
 		a.log.Warn("agent: checking a record", "key", string(kv.Key), "error", err)
-		if !sleepCtx(ctx, time.Second) {
+		if !waitctx.Sleep(ctx, time.Second) {
 			return nil, 0, false
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/internal/waitctx"
 )
 
 // registration keeps /Cronix/node/<uuid> alive under a lease. When the
@@ -117,7 +118,7 @@ func (r *registration) keepAlive(ctx context.Context) {
 		}
 		r.log.Warn("agent: registration lease lost; registering again", "lease", int64(lease), "error", err)
 		for {
-			if !sleepCtx(ctx, bo.next()) {
+			if !waitctx.Sleep(ctx, bo.next()) {
 				return
 			}
 			if err := r.register(ctx); err != nil {

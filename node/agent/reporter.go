@@ -17,6 +17,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/internal/waitctx"
 	"github.com/cronix/cronix/node/spool"
 )
 
@@ -450,7 +451,7 @@ func (r *reporter) stop(ctx context.Context) {
 	}
 	var bo backoff
 	for !r.flush(ctx) {
-		if !sleepCtx(ctx, bo.next()) {
+		if !waitctx.Sleep(ctx, bo.next()) {
 			break
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/internal/waitctx"
 	"github.com/cronix/cronix/metrics"
 	"github.com/cronix/cronix/pluginapi"
 )
@@ -92,7 +93,7 @@ func (a *Agent) run(e *execution) {
 		if attempt > 1 {
 			pause := a.retryPause(d.Job, attempt-1)
 			_, _ = fmt.Fprintf(e.out, "\n--- attempt %d/%d (after %s) ---\n", attempt, attempts, out.why())
-			if !sleepCtx(e.ctx, pause) {
+			if !waitctx.Sleep(e.ctx, pause) {
 				out = a.killedOutcome(e, attemptOutcome{}, nil)
 				break
 			}

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/internal/waitctx"
 	"github.com/cronix/cronix/node/trust"
 )
 
@@ -75,7 +76,7 @@ func (s *securitySender) loop(ctx context.Context) {
 		case <-s.notify:
 		}
 		for !s.flush(ctx) {
-			if !sleepCtx(ctx, bo.next()) {
+			if !waitctx.Sleep(ctx, bo.next()) {
 				return
 			}
 		}

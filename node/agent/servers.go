@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/internal/waitctx"
 )
 
 // serverSet is the list of server base URLs results are posted to: either
@@ -141,7 +142,7 @@ func (s *serverSet) watch(ctx context.Context, rev int64) {
 			rev = resp.Header.Revision
 		}
 		for ctx.Err() == nil {
-			if !sleepCtx(ctx, bo.next()) {
+			if !waitctx.Sleep(ctx, bo.next()) {
 				return
 			}
 			r, err := s.load(ctx)
@@ -168,15 +169,3 @@ func (b *backoff) next() time.Duration {
 }
 
 func (b *backoff) reset() { b.d = 0 }
-
-// sleepCtx waits d or until ctx is done; it reports whether d elapsed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

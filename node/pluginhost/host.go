@@ -39,6 +39,7 @@ import (
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/internal/hclogslog"
 	"github.com/cronix/cronix/internal/procgroup"
+	"github.com/cronix/cronix/internal/waitctx"
 	"github.com/cronix/cronix/metrics"
 	"github.com/cronix/cronix/pluginapi"
 )
@@ -379,7 +380,8 @@ func (h *Host) Run(ctx context.Context, handler string, req pluginapi.Request, o
 	}
 	if !req.StartAt.IsZero() && !m.holds.Load() {
 		// This plugin would start at once: wait here instead.
-		if err := sleepUntil(ctx, req.StartAt); err != nil {
+		if !waitctx.Until(ctx, req.StartAt) {
+			err := context.Cause(ctx)
 			return failed(err), err
 		}
 		req.StartAt = time.Time{}
@@ -399,22 +401,6 @@ func (h *Host) Run(ctx context.Context, handler string, req pluginapi.Request, o
 func (h *Host) HoldsStartAt(handler string) bool {
 	m, err := h.lookup(handler)
 	return err == nil && m.holds.Load()
-}
-
-// sleepUntil waits until t or ctx ends (its error).
-func sleepUntil(ctx context.Context, t time.Time) error {
-	d := time.Until(t)
-	if d <= 0 {
-		return nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }
 
 // Validate checks params with the named handler, bounded by the

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/cronix/cronix/internal/waitctx"
 )
 
 // LeaderView is this replica's view of raft (satisfied by *raftha.Node).
@@ -29,7 +31,7 @@ func (s *Service) WatchLeader(ctx context.Context, view LeaderView, interval tim
 		raised     = false
 		started    = s.cfg.Now()
 	)
-	for sleep(ctx, interval) {
+	for waitctx.Sleep(ctx, interval) {
 		now := s.cfg.Now()
 		if id := view.LeaderID(); id != "" {
 			lastLeader, lastTerm, since, raised = id, view.Term(), now, false

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/internal/waitctx"
 	"github.com/cronix/cronix/server/store"
 )
 
@@ -76,11 +77,11 @@ func (s *Service) RunScanner(ctx context.Context) {
 			break
 		}
 		s.log.Warn("alert scanner: loading cursor failed; retrying", "err", err)
-		if !sleep(ctx, s.cfg.ScanInterval) {
+		if !waitctx.Sleep(ctx, s.cfg.ScanInterval) {
 			return
 		}
 	}
-	for sleep(ctx, s.cfg.ScanInterval) {
+	for waitctx.Sleep(ctx, s.cfg.ScanInterval) {
 		if err := sc.pass(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("alert scanner pass failed; retrying", "err", err)
 		}
@@ -90,17 +91,6 @@ func (s *Service) RunScanner(ctx context.Context) {
 func newScanner(s *Service) *scanner {
 	return &scanner{s: s, jobs: map[int64]*jobState{}, seen: map[int64]time.Time{},
 		missed: map[string]bool{}, sweep: map[string]bool{}}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // load reads the stored cursor and steps back Rescan, so that runs whose

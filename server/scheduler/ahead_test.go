@@ -141,3 +141,14 @@ func mustJSON(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// The fires dispatched ahead are forgotten once their time has come.
+func TestPruneAheadForgetsPastFires(t *testing.T) {
+	t.Parallel()
+	l := &loop{aheadRuns: map[int64][]aheadRef{
+		1: {{node: "n1", fireID: "1-1000", at: t0}, {node: "n1", fireID: "1-2000", at: t0.Add(time.Second)}},
+		2: {{node: "n1", fireID: "2-1000", at: t0}},
+	}}
+	l.pruneAhead(t0)
+	require.Equal(t, map[int64][]aheadRef{1: {{node: "n1", fireID: "1-2000", at: t0.Add(time.Second)}}}, l.aheadRuns)
+}

@@ -304,8 +304,9 @@ type aheadRef struct {
 const cancelMargin = 5 * time.Millisecond
 
 // noteAhead remembers the fires of a batch dispatched ahead, so that a
-// job removed before their time can cancel them.
-func (l *loop) noteAhead(sent []*fire, now time.Time) {
+// job removed before their time can cancel them (pruneAhead forgets them
+// once their time has come).
+func (l *loop) noteAhead(sent []*fire) {
 	for _, f := range sent {
 		d := &f.item.Dispatch
 		if d.StartAt.IsZero() {
@@ -315,13 +316,26 @@ func (l *loop) noteAhead(sent []*fire, now time.Time) {
 			l.aheadRuns = map[int64][]aheadRef{}
 		}
 		id := d.Job.JobID
-		refs := l.aheadRuns[id][:0]
-		for _, r := range l.aheadRuns[id] {
+		l.aheadRuns[id] = append(l.aheadRuns[id], aheadRef{node: f.item.Node, fireID: d.FireID, at: d.StartAt})
+	}
+}
+
+// pruneAhead forgets the fires dispatched ahead whose time has come (a job
+// that fired once and not since, say hourly, would keep its last one until
+// its next fire otherwise); the relist timer calls it.
+func (l *loop) pruneAhead(now time.Time) {
+	for id, refs := range l.aheadRuns {
+		kept := refs[:0]
+		for _, r := range refs {
 			if r.at.After(now) {
-				refs = append(refs, r)
+				kept = append(kept, r)
 			}
 		}
-		l.aheadRuns[id] = append(refs, aheadRef{node: f.item.Node, fireID: d.FireID, at: d.StartAt})
+		if len(kept) == 0 {
+			delete(l.aheadRuns, id)
+		} else {
+			l.aheadRuns[id] = kept
+		}
 	}
 }
 
@@ -589,7 +603,7 @@ func (l *loop) commit(ctx context.Context) error {
 			return nil
 		}
 		dispatched := l.clock.Now()
-		l.noteAhead(sent, dispatched)
+		l.noteAhead(sent)
 		for _, f := range sent {
 			f.stage = stageDispatched
 			l.cfg.Metrics.ObserveLateness(metrics.StageDispatched, max(dispatched.Sub(f.run.ScheduledAt), 0))

@@ -133,6 +133,7 @@ func (l *loop) run(ctx context.Context) error {
 			if err := l.relistGroups(ctx); err != nil && ctx.Err() == nil {
 				l.log.Warn("relisting groups failed", "err", err)
 			}
+			l.pruneAhead(l.clock.Now())
 			l.relist.Reset(l.cfg.RelistInterval)
 		case wr, ok := <-l.nodeW.ch:
 			l.onNodes(ctx, wr, ok)

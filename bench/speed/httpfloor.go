@@ -79,7 +79,7 @@ func floorClient(spec string) error {
 	}
 	rate, first, end := int(nums[0]), time.UnixMilli(nums[1]), time.UnixMilli(nums[2])
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-		MaxIdleConns: 2048, MaxIdleConnsPerHost: 1024, IdleConnTimeout: 30 * time.Second,
+		MaxIdleConns: 8192, MaxIdleConnsPerHost: 4096, IdleConnTimeout: 30 * time.Second,
 	}}
 	var (
 		wg     sync.WaitGroup

@@ -50,8 +50,8 @@ const (
 	tlsTimeout   = 15 * time.Second
 	// maxIdle and maxIdlePerHost bound the idle keep-alive connections
 	// of each shared client; idleTimeout closes an idle one.
-	maxIdle        = 2048
-	maxIdlePerHost = 1024
+	maxIdle        = 8192
+	maxIdlePerHost = 4096
 	idleTimeout    = 30 * time.Second
 )
 

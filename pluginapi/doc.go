@@ -45,6 +45,13 @@
 //     node reads slower than the handler writes, so memory stays bounded. If
 //     the node is gone, writes are dropped without error. Writing after Run
 //     returned fails.
+//   - Start time: a run the node hands over ahead of its time carries
+//     Request.StartAt; the SDK calls Run only then (a cancel meanwhile ends
+//     the run without calling it). A handler that implements EarlyRunner
+//     (SDK 1.2) and says so is called at once instead, and keeps that
+//     promise itself: nothing visible before StartAt, nothing at all when
+//     ctx ends first. The http handler uses it to have its requests
+//     serialised and its connections dialled before the second.
 //   - Result: every Run ends with exactly one Result on the wire, also when
 //     the handler returns an error or panics (a panic in the calling
 //     goroutine becomes a failed Result with a Permanent error; a panic in a

@@ -37,7 +37,7 @@ type Request struct {
 	// the host hands a fire dispatched ahead of its time to the plugin a
 	// moment early and the SDK waits until StartAt before calling Run (a
 	// cancel meanwhile ends the run without calling it). Zero: at once.
-	// Handlers see it already passed.
+	// Handlers see it already passed, except an EarlyRunner.
 	StartAt time.Time
 }
 
@@ -67,4 +67,18 @@ type Handler interface {
 	// built with InvalidParams to name the offending field.
 	Validate(ctx context.Context, params json.RawMessage) error
 	Run(ctx context.Context, req Request, out io.Writer) (Result, error)
+}
+
+// EarlyRunner is an optional interface of a Handler that prepares a run
+// ahead of its start time (SDK 1.2). When RunsBeforeStartAt reports true,
+// the SDK calls Run as soon as the request arrives, even before
+// Request.StartAt, instead of waiting for StartAt itself. Such a handler
+// takes over the SDK's promise: it must do nothing visible (nothing that a
+// job's target or the world can observe, such as sending a request's bytes
+// or starting a process) before StartAt, and when ctx ends before StartAt
+// it must return without having done anything. It may prepare meanwhile
+// (parse params, build a request, open a connection). The plugin's
+// Describe still says that it holds start times.
+type EarlyRunner interface {
+	RunsBeforeStartAt() bool
 }

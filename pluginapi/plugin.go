@@ -35,7 +35,7 @@ const PreviousProtocolVersion = 1
 
 // SDKVersion is this SDK's version, sent in Describe as
 // "cronix-pluginapi-go/<SDKVersion>".
-const SDKVersion = "1.1.0"
+const SDKVersion = "1.2.0"
 
 // Handshake is the go-plugin handshake shared by the host and every handler
 // plugin. The magic cookie only tells a plugin binary it was started by a

@@ -454,3 +454,91 @@ func TestRunWaitsForStartAt(t *testing.T) {
 	mu.Unlock()
 	require.False(t, ran, "a run cancelled before its StartAt never reaches the handler")
 }
+
+// earlyHandler is a funcHandler that is an EarlyRunner when early is set.
+type earlyHandler struct {
+	funcHandler
+	early bool
+}
+
+func (h *earlyHandler) RunsBeforeStartAt() bool { return h.early }
+
+// An EarlyRunner is called as soon as the run arrives, before its StartAt,
+// with StartAt still ahead and the run's ctx; it waits for StartAt itself
+// and, cancelled before it, returns having done nothing. One that says
+// false is held by the SDK like any other handler.
+func TestEarlyRunnerIsCalledBeforeStartAt(t *testing.T) {
+	t.Parallel()
+	type call struct{ at, startAt time.Time }
+	var (
+		mu    sync.Mutex
+		calls = map[string]call{}
+		acted = map[string]time.Time{}
+	)
+	run := func(ctx context.Context, req pluginapi.Request, _ io.Writer) (pluginapi.Result, error) {
+		mu.Lock()
+		calls[req.FireID] = call{at: time.Now(), startAt: req.StartAt}
+		mu.Unlock()
+		if d := time.Until(req.StartAt); d > 0 {
+			tm := time.NewTimer(d)
+			defer tm.Stop()
+			select {
+			case <-tm.C:
+			case <-ctx.Done():
+				return pluginapi.Result{Status: pluginapi.StatusFailed, ExitCode: -1, Message: "killed"}, nil
+			}
+		}
+		mu.Lock()
+		acted[req.FireID] = time.Now()
+		mu.Unlock()
+		return pluginapi.Result{Status: pluginapi.StatusSuccess}, nil
+	}
+	for _, early := range []bool{true, false} {
+		t.Run(fmt.Sprintf("early=%v", early), func(t *testing.T) {
+			h := plugintest.Connect(t, &earlyHandler{funcHandler: funcHandler{info: testInfo, run: run}, early: early})
+			info, err := h.Info(t.Context())
+			require.NoError(t, err)
+			require.True(t, info.HoldsStartAt)
+
+			id := fmt.Sprintf("%v-1", early)
+			at := time.Now().Add(500 * time.Millisecond)
+			res, err := h.Run(t.Context(), pluginapi.Request{FireID: id, JobID: 1, Attempt: 1, StartAt: at}, io.Discard)
+			require.NoError(t, err)
+			require.Equal(t, pluginapi.StatusSuccess, res.Status)
+			mu.Lock()
+			c, a := calls[id], acted[id]
+			mu.Unlock()
+			require.True(t, c.startAt.Equal(at), "the handler sees the StartAt")
+			require.False(t, a.Before(at), "acted %s before StartAt", at.Sub(a))
+			if early {
+				require.True(t, c.at.Before(at), "an EarlyRunner is called before StartAt")
+			} else {
+				require.False(t, c.at.Before(at), "called %s before StartAt", at.Sub(c.at))
+			}
+
+			id = fmt.Sprintf("%v-2", early)
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan pluginapi.Result, 1)
+			go func() {
+				res, _ := h.Run(ctx, pluginapi.Request{FireID: id, JobID: 1, Attempt: 1, StartAt: time.Now().Add(time.Hour)}, io.Discard)
+				done <- res
+			}()
+			if early { // cancel only once the handler has it
+				require.Eventually(t, func() bool {
+					mu.Lock()
+					defer mu.Unlock()
+					_, ok := calls[id]
+					return ok
+				}, 10*time.Second, 5*time.Millisecond)
+			}
+			cancel()
+			require.Equal(t, pluginapi.StatusFailed, (<-done).Status)
+			mu.Lock()
+			_, called := calls[id]
+			_, didAct := acted[id]
+			mu.Unlock()
+			require.Equal(t, early, called)
+			require.False(t, didAct, "a run cancelled before its StartAt does nothing")
+		})
+	}
+}

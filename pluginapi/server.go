@@ -73,7 +73,7 @@ func (s *grpcServer) Run(req *wire.RunRequest, stream wire.Handler_RunServer) er
 	if s.tracker != nil {
 		w.onWire = s.tracker
 	}
-	if !waitStart(ctx, req.GetStartAtUnixNano()) {
+	if !s.runsEarly() && !waitStart(ctx, req.GetStartAtUnixNano()) {
 		w.Close()
 		res := Result{Status: StatusFailed, ExitCode: -1, Message: "cancelled before its start time"}
 		return stream.Send(&wire.RunEvent{Event: &wire.RunEvent_Result{Result: resultToWire(res, nil)}})
@@ -87,6 +87,13 @@ func (s *grpcServer) Run(req *wire.RunRequest, stream wire.Handler_RunServer) er
 		res.Status = StatusFailed
 	}
 	return stream.Send(&wire.RunEvent{Event: &wire.RunEvent_Result{Result: resultToWire(res, err)}})
+}
+
+// runsEarly reports whether the handler is an EarlyRunner that waits for
+// StartAt itself.
+func (s *grpcServer) runsEarly() bool {
+	e, ok := s.impl.(EarlyRunner)
+	return ok && e.RunsBeforeStartAt()
 }
 
 func (s *grpcServer) run(ctx context.Context, req Request, w *chunkWriter) (res Result, err error) {

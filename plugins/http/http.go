@@ -5,6 +5,24 @@
 // request names its fire in the X-Cronix-Fire-Id header (FireIDHeader),
 // and connections are kept alive and reused across runs.
 //
+// The handler is a pluginapi.EarlyRunner: the SDK calls it as soon as a run
+// dispatched ahead arrives, before its start time (Request.StartAt). It
+// then builds the request, serialises it and takes an idle keep-alive
+// connection to the host (or dials one, through the Guard) at once; at
+// StartAt one goroutine writes every request due at that instant in one
+// tight loop, and each run reads its own response and judges it exactly
+// as on the normal path. Nothing is written before StartAt, and a run
+// cancelled before then sends nothing. Only the first request of a run
+// goes that way, and only for an http:// URL without credentials in it and
+// with a body of at most 16 KiB; a redirect's next hop, https:// URLs and
+// other requests go through the normal client once StartAt has come. A
+// request's timeout_seconds counts from StartAt. A burst connection idle
+// longer than 4 s is closed rather than reused; when a reused one fails
+// before any response byte, a GET, HEAD, OPTIONS or TRACE request (or one
+// with an Idempotency-Key header) is sent once more on a fresh connection,
+// other methods only when nothing was written (net/http's rule). Unlike
+// the normal client, the burst path does not ask for gzip.
+//
 // TLS certificates are verified unless a job turns that off. A Guard
 // refuses connections to loopback, link-local (including the cloud metadata
 // endpoint 169.254.169.254), unspecified and private addresses; it checks
@@ -86,9 +104,18 @@ type handler struct {
 	// reuse connections instead of dialling (and leaving a TIME_WAIT
 	// socket) per run. Every new connection goes through the Guard.
 	clients [2]*nethttp.Client
+	// burstClients serve the runs called before their StartAt: the same
+	// redirect rules, their first request through the burst path (see
+	// burstTransport), later ones through clients' transports.
+	burstClients [2]*nethttp.Client
+	burst        *burster
 }
 
-var _ pluginapi.Handler = (*handler)(nil)
+var (
+	_ pluginapi.Handler     = (*handler)(nil)
+	_ pluginapi.EarlyRunner = (*handler)(nil)
+	_ io.Closer             = (*handler)(nil)
+)
 
 // New returns the http handler configured from this process's environment
 // (see OptionsFromEnv): what a plugin process serves.
@@ -99,9 +126,31 @@ func NewWithOptions(opts Options) pluginapi.Handler {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}
-	h := &handler{opts: opts}
-	h.clients[0], h.clients[1] = h.newClient(false), h.newClient(true)
+	dialer := &net.Dialer{Timeout: dialTimeout, Control: opts.Guard.control}
+	h := &handler{opts: opts, burst: newBurster(dialer.DialContext)}
+	for i, insecure := range []bool{false, true} {
+		h.clients[i] = newClient(dialer, insecure)
+		h.burstClients[i] = &nethttp.Client{
+			Transport:     &burstTransport{normal: h.clients[i].Transport, b: h.burst},
+			CheckRedirect: checkRedirect,
+		}
+	}
 	return h
+}
+
+// RunsBeforeStartAt makes the SDK call Run as soon as a run arrives: Run
+// builds the request and readies a connection ahead, and sends it at
+// StartAt (see burstTransport).
+func (h *handler) RunsBeforeStartAt() bool { return true }
+
+// Close closes the idle connections (the SDK calls it when the plugin
+// stops).
+func (h *handler) Close() error {
+	h.burst.close()
+	for _, c := range h.clients {
+		c.CloseIdleConnections()
+	}
+	return nil
 }
 
 func (h *handler) Info(context.Context) (pluginapi.Info, error) {
@@ -121,32 +170,51 @@ func (h *handler) Validate(_ context.Context, params json.RawMessage) error {
 	return checkLiteralHost(h.opts.Guard, p.url)
 }
 
-// Run sends the request. A response with an unexpected status fails the run
+// Run sends the request; called before req.StartAt, it prepares the
+// request and connection and sends at StartAt, and does nothing when ctx
+// ends before (the result is then "killed" or "timeout"). A response with an unexpected status fails the run
 // with the status code as exit code; a body not matching body_regex fails it
 // with exit code 1. When ctx is done the run fails with "timeout" or
 // "killed". An error comes with a failed result when no response was
 // received: permanent for a refused destination or a bad request,
 // retryable for network and TLS failures.
 func (h *handler) Run(ctx context.Context, req pluginapi.Request, out io.Writer) (pluginapi.Result, error) {
+	early := time.Until(req.StartAt) > 0
+	// hold keeps a result from being reported before StartAt.
+	hold := func() bool { return !early || waitUntil(ctx, req.StartAt) == nil }
 	p, err := parseParams(req.Params)
 	if err != nil {
+		if !hold() {
+			return ctxResult(ctx), nil
+		}
 		return failed(-1, err.Error()), err
 	}
 	if ctx.Err() != nil {
 		return ctxResult(ctx), nil //nolint:nilerr // a run stopped by its context is a result, not a handler error
 	}
+	start := time.Now()
+	if early {
+		start = req.StartAt
+	}
 	reqCtx := ctx
-	if p.TimeoutSeconds > 0 {
+	if p.TimeoutSeconds > 0 { // counted from the start, not from an early call
 		var cancel context.CancelFunc
-		reqCtx, cancel = context.WithTimeout(ctx, time.Duration(p.TimeoutSeconds)*time.Second)
+		reqCtx, cancel = context.WithDeadline(ctx, start.Add(time.Duration(p.TimeoutSeconds)*time.Second))
 		defer cancel()
+	}
+	sendCtx := reqCtx
+	if early {
+		sendCtx = withBurst(reqCtx, req.StartAt)
 	}
 	var body io.Reader
 	if p.Body != "" {
 		body = strings.NewReader(p.Body)
 	}
-	hreq, err := nethttp.NewRequestWithContext(reqCtx, p.Method, p.url.String(), body)
+	hreq, err := nethttp.NewRequestWithContext(sendCtx, p.Method, p.url.String(), body)
 	if err != nil {
+		if !hold() {
+			return ctxResult(ctx), nil
+		}
 		err = pluginapi.Permanent(fmt.Errorf("building the request: %w", err))
 		return failed(-1, err.Error()), err
 	}
@@ -164,11 +232,14 @@ func (h *handler) Run(ctx context.Context, req pluginapi.Request, out io.Writer)
 		hreq.Header.Set(FireIDHeader, req.FireID) // the same on every attempt: receivers can dedupe
 	}
 
-	client := h.clients[0]
-	if p.InsecureSkipVerify {
-		client = h.clients[1]
+	clients := &h.clients
+	if early {
+		clients = &h.burstClients
 	}
-	start := time.Now()
+	client := clients[0]
+	if p.InsecureSkipVerify {
+		client = clients[1]
+	}
 	resp, err := client.Do(hreq)
 	if err != nil {
 		return h.requestFailed(ctx, reqCtx, p, err)
@@ -207,8 +278,7 @@ func (h *handler) Run(ctx context.Context, req pluginapi.Request, out io.Writer)
 // resolves to later. Runs of the same insecure setting share the client,
 // so a connection made without certificate verification never serves a
 // job that asks for it.
-func (h *handler) newClient(insecure bool) *nethttp.Client {
-	dialer := &net.Dialer{Timeout: dialTimeout, Control: h.opts.Guard.control}
+func newClient(dialer *net.Dialer, insecure bool) *nethttp.Client {
 	transport := &nethttp.Transport{
 		Proxy:               nil,
 		DialContext:         dialer.DialContext,
@@ -219,18 +289,18 @@ func (h *handler) newClient(insecure bool) *nethttp.Client {
 		MaxIdleConnsPerHost: maxIdlePerHost,
 		IdleConnTimeout:     idleTimeout,
 	}
-	return &nethttp.Client{
-		Transport: transport,
-		CheckRedirect: func(r *nethttp.Request, via []*nethttp.Request) error {
-			if len(via) >= maxRedirects {
-				return fmt.Errorf("stopped after %d redirects", maxRedirects)
-			}
-			if r.URL.Scheme != "http" && r.URL.Scheme != "https" {
-				return fmt.Errorf("redirect to unsupported scheme %q", r.URL.Scheme)
-			}
-			return nil
-		},
+	return &nethttp.Client{Transport: transport, CheckRedirect: checkRedirect}
+}
+
+// checkRedirect is the clients' redirect policy.
+func checkRedirect(r *nethttp.Request, via []*nethttp.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
 	}
+	if r.URL.Scheme != "http" && r.URL.Scheme != "https" {
+		return fmt.Errorf("redirect to unsupported scheme %q", r.URL.Scheme)
+	}
+	return nil
 }
 
 // capture copies up to MaxBody bytes of body to out and returns them; it

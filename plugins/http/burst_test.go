@@ -1,0 +1,327 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	nethttp "net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cronix/cronix/pluginapi"
+	"github.com/cronix/cronix/pluginapi/plugintest"
+)
+
+// receiver is an httptest server that records when each request arrived
+// and counts the connections made to it.
+type receiver struct {
+	*httptest.Server
+	conns atomic.Int32
+	mu    sync.Mutex
+	hits  map[string][]time.Time // by path
+}
+
+func newReceiver(t *testing.T, h nethttp.HandlerFunc) *receiver {
+	t.Helper()
+	rc := &receiver{hits: map[string][]time.Time{}}
+	rc.Server = httptest.NewUnstartedServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		now := time.Now()
+		rc.mu.Lock()
+		rc.hits[r.URL.Path] = append(rc.hits[r.URL.Path], now)
+		rc.mu.Unlock()
+		if h != nil {
+			h(w, r)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	rc.Config.ConnState = func(_ net.Conn, s nethttp.ConnState) {
+		if s == nethttp.StateNew {
+			rc.conns.Add(1)
+		}
+	}
+	rc.Start()
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+func (rc *receiver) arrivals(path string) []time.Time {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]time.Time(nil), rc.hits[path]...)
+}
+
+// runAt runs p with StartAt at (zero: the normal path).
+func runAt(ctx context.Context, t *testing.T, h pluginapi.Handler, p map[string]any, at time.Time) (pluginapi.Result, string, error) {
+	t.Helper()
+	params, err := json.Marshal(p)
+	require.NoError(t, err)
+	var out plugintest.Output
+	res, err := h.Run(ctx, pluginapi.Request{FireID: "1-1", JobID: 1, Params: params, StartAt: at}, &out)
+	return res, out.String(), err
+}
+
+func newLoopbackHandler(t *testing.T) *handler {
+	t.Helper()
+	h, _ := NewWithOptions(Options{Guard: Guard{AllowLoopback: true}}).(*handler)
+	t.Cleanup(func() { _ = h.Close() })
+	return h
+}
+
+// TestBurst: runs called before one StartAt all arrive at the receiver no
+// earlier than it, each on its own connection dialled ahead; the next
+// burst reuses those connections.
+func TestBurst(t *testing.T) {
+	t.Parallel()
+	const n = 40
+	rc := newReceiver(t, nil)
+	h := newLoopbackHandler(t)
+	for round := range 2 {
+		at := time.Now().Add(500 * time.Millisecond)
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := range n {
+			wg.Go(func() {
+				res, out, err := runAt(t.Context(), t, h, map[string]any{"url": fmt.Sprintf("%s/b%d", rc.URL, round)}, at)
+				if err == nil && res.Status != pluginapi.StatusSuccess {
+					err = fmt.Errorf("run %d: %+v\n%s", i, res, out)
+				}
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		arr := rc.arrivals(fmt.Sprintf("/b%d", round))
+		require.Len(t, arr, n)
+		for _, a := range arr {
+			require.False(t, a.Before(at), "a request arrived %s before its StartAt", at.Sub(a))
+		}
+		require.Equal(t, int32(n), rc.conns.Load(), "round %d: one connection per concurrent run, and the second burst reuses them", round)
+		require.Equal(t, n, h.burst.idleConns())
+	}
+}
+
+// The SDK calls the handler before StartAt (it is an EarlyRunner) over
+// real gRPC, and the request still arrives no earlier than StartAt.
+func TestBurstThroughTheSDK(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, nil)
+	h := plugintest.Connect(t, loopbackOK())
+	at := time.Now().Add(300 * time.Millisecond)
+	res, out, err := runAt(t.Context(), t, h, map[string]any{"url": rc.URL + "/x"}, at)
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.StatusSuccess, res.Status, out)
+	arr := rc.arrivals("/x")
+	require.Len(t, arr, 1)
+	require.False(t, arr[0].Before(at))
+}
+
+// A run cancelled before its StartAt sends nothing, even with its
+// connection dialled; the connection stays pooled.
+func TestBurstCancelledBeforeStartAtSendsNothing(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, nil)
+	h := newLoopbackHandler(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan pluginapi.Result, 1)
+	go func() {
+		res, _, _ := runAt(ctx, t, h, map[string]any{"url": rc.URL + "/never", "method": "POST", "body": "x"}, time.Now().Add(time.Hour))
+		done <- res
+	}()
+	require.Eventually(t, func() bool { return h.burst.waiting() == 1 }, 10*time.Second, 5*time.Millisecond, "the run waits for its burst")
+	require.Equal(t, int32(1), rc.conns.Load(), "with its connection dialled ahead")
+	cancel()
+	res := <-done
+	require.Equal(t, pluginapi.Result{Status: pluginapi.StatusFailed, ExitCode: -1, Message: "killed"}, res)
+	require.Empty(t, rc.arrivals("/never"))
+	require.Equal(t, 1, h.burst.idleConns())
+	require.Zero(t, h.burst.waiting())
+	h.burst.gmu.Lock()
+	require.Empty(t, h.burst.groups, "nothing of a cancelled run stays until its instant")
+	h.burst.gmu.Unlock()
+
+	// https stays on the normal transport, held until StartAt: cancelled
+	// before, it does not even connect.
+	tls := httptest.NewUnstartedServer(nethttp.NotFoundHandler())
+	var tlsConns atomic.Int32
+	tls.Config.ConnState = func(net.Conn, nethttp.ConnState) { tlsConns.Add(1) }
+	tls.StartTLS()
+	t.Cleanup(tls.Close)
+	ctx, cancel = context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	res, _, err := runAt(ctx, t, h, map[string]any{"url": tls.URL, "insecure_skip_verify": true}, time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, "timeout", res.Message)
+	require.Zero(t, tlsConns.Load())
+}
+
+// The burst path dials through the Guard: a loopback target is refused
+// (permanently, before anything is sent) unless the node allows it.
+func TestBurstGoesThroughTheGuard(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, nil)
+	port := rc.URL[strings.LastIndex(rc.URL, ":")+1:]
+	strict := NewWithOptions(Options{})
+	for _, u := range []string{rc.URL, "http://localhost:" + port} {
+		_, _, err := runAt(t.Context(), t, strict, map[string]any{"url": u + "/x"}, time.Now().Add(100*time.Millisecond))
+		require.ErrorContains(t, err, "refusing to connect to")
+		require.ErrorContains(t, err, "loopback address")
+		require.True(t, pluginapi.IsPermanent(err))
+	}
+	require.Zero(t, rc.conns.Load())
+	require.Empty(t, rc.arrivals("/x"))
+
+	res, _, err := runAt(t.Context(), t, newLoopbackHandler(t), map[string]any{"url": rc.URL + "/x"}, time.Now().Add(100*time.Millisecond))
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.StatusSuccess, res.Status)
+}
+
+// A redirect is followed by the normal transport: the first request is
+// sent once, the next hop once, and the next hop is checked by the Guard.
+func TestBurstFollowsRedirectsOnce(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		switch r.URL.Path {
+		case "/r":
+			nethttp.Redirect(w, r, "/ok", nethttp.StatusFound)
+		case "/meta":
+			nethttp.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", nethttp.StatusFound)
+		default:
+			_, _ = io.WriteString(w, "landed")
+		}
+	})
+	h := newLoopbackHandler(t)
+	res, out, err := runAt(t.Context(), t, h, map[string]any{"url": rc.URL + "/r", "body_regex": "^landed$"}, time.Now().Add(100*time.Millisecond))
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.StatusSuccess, res.Status, out)
+	require.Len(t, rc.arrivals("/r"), 1)
+	require.Len(t, rc.arrivals("/ok"), 1)
+
+	_, _, err = runAt(t.Context(), t, h, map[string]any{"url": rc.URL + "/meta"}, time.Now().Add(100*time.Millisecond))
+	require.ErrorContains(t, err, "refusing to connect to 169.254.169.254: link-local address")
+	require.True(t, pluginapi.IsPermanent(err))
+}
+
+// A response with Connection: close is read in full and its connection is
+// not kept; the next run dials anew.
+func TestBurstConnectionClose(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, func(w nethttp.ResponseWriter, _ *nethttp.Request) {
+		w.Header().Set("Connection", "close")
+		_, _ = io.WriteString(w, "bye")
+	})
+	h := newLoopbackHandler(t)
+	for i := range 2 {
+		res, out, err := runAt(t.Context(), t, h, map[string]any{"url": rc.URL + "/c", "body_regex": "^bye$"}, time.Now().Add(100*time.Millisecond))
+		require.NoError(t, err)
+		require.Equal(t, pluginapi.StatusSuccess, res.Status, out)
+		require.Zero(t, h.burst.idleConns())
+		require.Equal(t, int32(i+1), rc.conns.Load())
+	}
+}
+
+// A pooled connection the server closed meanwhile: a GET is sent again on
+// a fresh connection.
+func TestBurstRetriesAClosedPooledConnection(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, nil)
+	h := newLoopbackHandler(t)
+	res, _, err := runAt(t.Context(), t, h, map[string]any{"url": rc.URL + "/a"}, time.Now().Add(50*time.Millisecond))
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.StatusSuccess, res.Status)
+	require.Equal(t, 1, h.burst.idleConns())
+	rc.CloseClientConnections()
+	res, out, err := runAt(t.Context(), t, h, map[string]any{"url": rc.URL + "/a"}, time.Now().Add(50*time.Millisecond))
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.StatusSuccess, res.Status, out)
+	require.Len(t, rc.arrivals("/a"), 2)
+	require.Equal(t, int32(2), rc.conns.Load())
+}
+
+// The timeout counts from StartAt, not from the early call, with the same
+// message as on the normal path.
+func TestBurstTimeoutCountsFromStartAt(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	rc := newReceiver(t, func(_ nethttp.ResponseWriter, r *nethttp.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})
+	t.Cleanup(func() { close(release) })
+	h := newLoopbackHandler(t)
+	at := time.Now().Add(1500 * time.Millisecond)
+	res, _, err := runAt(t.Context(), t, h, map[string]any{"url": rc.URL + "/slow", "timeout_seconds": 1}, at)
+	require.NoError(t, err)
+	require.Equal(t, pluginapi.Result{Status: pluginapi.StatusFailed, ExitCode: -1, Message: "request timed out after 1s"}, res)
+	require.False(t, time.Now().Before(at.Add(time.Second)), "timed out before StartAt + 1s")
+	require.Len(t, rc.arrivals("/slow"), 1)
+}
+
+// The burst path and the normal path give the same results and output
+// (but for the response time) for the same responses.
+func TestBurstAndNormalPathsAgree(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		switch r.URL.Path {
+		case "/fail":
+			nethttp.Error(w, "broken", nethttp.StatusInternalServerError)
+		case "/big":
+			chunk := bytes.Repeat([]byte("x"), 64<<10)
+			for range 40 { // 2.5 MiB
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		case "/echo":
+			body, _ := io.ReadAll(r.Body)
+			w.WriteHeader(nethttp.StatusCreated)
+			fmt.Fprintf(w, "%s %s %s %s", r.Method, r.URL.Path, r.Header.Get("X-Token"), body)
+		case "/head":
+			w.Header().Set("Content-Length", "10")
+		default:
+			_, _ = io.WriteString(w, `{"status":"degraded"}`)
+		}
+	})
+	big := strings.Repeat("y", burstMaxBody+1)
+	cases := []map[string]any{
+		{"url": rc.URL + "/ok"},
+		{"url": rc.URL + "/fail"},
+		{"url": rc.URL + "/fail", "expected_status": []int{500, 503}},
+		{"url": rc.URL + "/ok", "body_regex": `"status":"ok"`},
+		{"url": rc.URL + "/ok", "body_regex": `"status":"degraded"`},
+		{"url": rc.URL + "/ok", "expected_status": []int{204}},
+		{"url": rc.URL + "/big"},
+		{"url": rc.URL + "/head", "method": "HEAD"},
+		{"method": "PUT", "url": rc.URL + "/echo", "headers": map[string]string{"X-Token": "s3cret"}, "body": `{"n":1}`, "expected_status": []int{201}},
+		{"method": "POST", "url": rc.URL + "/echo", "body": big, "expected_status": []int{201}, "body_regex": "y{16385}"},
+		{"url": "http://user:pw@" + strings.TrimPrefix(rc.URL, "http://") + "/ok"},
+	}
+	took := regexp.MustCompile(`\(\d+ ms\)`)
+	h := newLoopbackHandler(t)
+	for _, c := range cases {
+		wantRes, wantOut, wantErr := runAt(t.Context(), t, h, c, time.Time{})
+		for range 2 { // a fresh connection, then a pooled one
+			res, out, err := runAt(t.Context(), t, h, c, time.Now().Add(50*time.Millisecond))
+			require.Equal(t, wantErr, err, c)
+			require.Equal(t, wantRes, res, c)
+			require.Equal(t, took.ReplaceAllString(wantOut, ""), took.ReplaceAllString(out, ""), c)
+		}
+	}
+	require.Contains(t, rc.arrivals("/big"), rc.arrivals("/big")[0]) // the server saw them all
+	require.Len(t, rc.arrivals("/big"), 3)
+}

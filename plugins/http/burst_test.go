@@ -322,6 +322,16 @@ func TestBurstAndNormalPathsAgree(t *testing.T) {
 			require.Equal(t, took.ReplaceAllString(wantOut, ""), took.ReplaceAllString(out, ""), c)
 		}
 	}
-	require.Contains(t, rc.arrivals("/big"), rc.arrivals("/big")[0]) // the server saw them all
-	require.Len(t, rc.arrivals("/big"), 3)
+	require.Len(t, rc.arrivals("/big"), 3, "each case ran once normally and twice through the burst")
+}
+
+// A run called early whose params are bad reports so at StartAt, not
+// before.
+func TestBurstReportsNothingBeforeStartAt(t *testing.T) {
+	t.Parallel()
+	at := time.Now().Add(300 * time.Millisecond)
+	res, _, err := runAt(t.Context(), t, newLoopbackHandler(t), map[string]any{"url": "ftp://x"}, at)
+	require.Error(t, err)
+	require.Equal(t, pluginapi.StatusFailed, res.Status)
+	require.False(t, time.Now().Before(at), "reported before StartAt")
 }

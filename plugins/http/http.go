@@ -170,9 +170,10 @@ func (h *handler) Validate(_ context.Context, params json.RawMessage) error {
 	return checkLiteralHost(h.opts.Guard, p.url)
 }
 
-// Run sends the request; called before req.StartAt, it prepares the
-// request and connection and sends at StartAt, and does nothing when ctx
-// ends before (the result is then "killed" or "timeout"). A response with an unexpected status fails the run
+// Run sends the request. Called before req.StartAt, it prepares the
+// request and its connection, sends at StartAt and reports nothing before
+// it; when ctx ends before StartAt it sends nothing (the result is then
+// "killed" or "timeout"). A response with an unexpected status fails the run
 // with the status code as exit code; a body not matching body_regex fails it
 // with exit code 1. When ctx is done the run fails with "timeout" or
 // "killed". An error comes with a failed result when no response was

@@ -106,7 +106,8 @@
 // node not probed yet counts as healthy; BeatInterval < 0 turns beats
 // off); BUSYOVER (first node without a
 // pending run key or process key of the job, from the cache: the run keys
-// the leader dispatched less the deletions its run watch reports, and the
+// listed when its term began and those it dispatched, less the deletions
+// its run watch reports, and the
 // process keys of the proc watch;
 // none free → the run fails); SHARDING_BROADCAST (one fire per node, shard
 // index 0..n-1 of n in the run and the dispatch). Route state lives in raft,

@@ -270,7 +270,11 @@ func descendants(root int, stats []procStat) []procStat {
 type treeUsage struct {
 	Ticks        int64 // whole tree, reaped children included
 	RSS, RootRSS int64 // bytes: sum over the tree (shared pages counted per process), root alone
-	Procs        int
+	// ServiceRSS is root and its direct children (the plugin processes,
+	// which live as long as it does), without the commands they start:
+	// what a leak would grow, without the noise of short-lived commands.
+	ServiceRSS int64
+	Procs      int
 }
 
 // readTree reads /proc under procDir for root and its descendants.
@@ -308,6 +312,9 @@ func readTree(procDir string, root int) (treeUsage, error) {
 			continue // a zombie has no VmRSS
 		}
 		u.RSS += rss
+		if p.PID == root || p.PPID == root {
+			u.ServiceRSS += rss
+		}
 		if p.PID == root {
 			u.RootRSS = rss
 		}

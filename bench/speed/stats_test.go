@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -153,6 +154,22 @@ func TestReadTreeOfThisProcess(t *testing.T) {
 	require.GreaterOrEqual(t, u.Procs, 1)
 	_, err = readTree("/proc", 1<<30)
 	require.Error(t, err)
+}
+
+// ServiceRSS counts the process and its children, not their children
+// (the commands a plugin starts).
+func TestServiceRSSLeavesOutGrandchildren(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 60 & wait")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var u treeUsage
+	require.Eventually(t, func() bool {
+		var err error
+		u, err = readTree("/proc", os.Getpid())
+		return err == nil && u.Procs >= 3
+	}, 10*time.Second, 10*time.Millisecond, "this process, sh and sleep")
+	require.Greater(t, u.ServiceRSS, u.RootRSS, "sh is counted")
+	require.Greater(t, u.RSS, u.ServiceRSS, "sleep is not")
 }
 
 func TestSlopeAndSparkline(t *testing.T) {

@@ -111,12 +111,15 @@
 //     fires unstarted: their run keys stay, and the next process holds and
 //     runs them. The node advertises cluster.FeatureStartAt. With a Runner
 //     that waits for Request.StartAt itself (a plugin of the Go SDK 1.1+,
-//     pluginhost.Host.HoldsStartAt), the fire is released startLead
-//     (100ms) early: its journal line, goroutine and plugin call happen
-//     before the start time and the plugin starts the handler at StartAt;
-//     the block strategy is then applied 100ms before StartAt, the job
-//     timeout counts from StartAt, and started_at is StartAt. A crash in
-//     those 100ms reports the fire lost (its start line is written).
+//     pluginhost.Host.HoldsStartAt), the fire is released early: idleLead
+//     (400ms) before StartAt when its job has nothing running or queued on
+//     this node then, otherwise startLead (100ms) before. Its journal
+//     line, goroutine and plugin call happen before the start time and the
+//     plugin starts the handler at StartAt; the block strategy is applied
+//     at the release (a busy job's: 100ms before StartAt), the job timeout
+//     counts from StartAt, and started_at is StartAt. A crash between the
+//     release and StartAt reports the fire lost (its start line is
+//     written).
 //
 //   - Block strategies hold per job id on this node: at most one fire of a
 //     job runs at a time; SERIAL_EXECUTION (the default) runs the queued

@@ -18,9 +18,18 @@ import (
 // time) is at.
 func (b *bundle) dispatchAhead(t *testing.T, fireID, handler string, at time.Time) {
 	t.Helper()
+	b.dispatchAheadJob(t, fireID, handler, at, nil)
+}
+
+// dispatchAheadJob is dispatchAhead with the job config adjusted by mutate.
+func (b *bundle) dispatchAheadJob(t *testing.T, fireID, handler string, at time.Time, mutate func(*cluster.JobConfig)) {
+	t.Helper()
 	var d cluster.Dispatch
 	require.NoError(t, json.Unmarshal([]byte(dispatchValue(t, fireID, handler, "", 0)), &d))
 	d.ScheduledAt, d.StartAt = at.UTC(), at.UTC()
+	if mutate != nil {
+		mutate(&d.Job)
+	}
 	v, err := json.Marshal(d)
 	require.NoError(t, err)
 	key := b.cfg.Keys.Run(b.cfg.UUID, fireID)
@@ -156,11 +165,9 @@ func (r *holdingRunner) Run(ctx context.Context, handler string, req pluginapi.R
 	return r.testRunner.Run(ctx, handler, req, out)
 }
 
-// With a Runner that holds StartAt, a fire dispatched ahead is handed over
-// startLead before its time with StartAt set, and reported started at it.
-func TestHandedOverAheadToARunnerThatHolds(t *testing.T) {
-	t.Parallel()
-	b := setup(t, nil)
+// holdingAgent replaces b's agent with one whose Runner holds StartAt.
+func (b *bundle) holdingAgent(t *testing.T) *holdingRunner {
+	t.Helper()
 	run := &holdingRunner{testRunner: b.runner, handed: map[string]time.Time{}, starts: map[string]time.Time{}}
 	a, err := New(b.cfg, b.etcd, run)
 	require.NoError(t, err)
@@ -168,6 +175,16 @@ func TestHandedOverAheadToARunnerThatHolds(t *testing.T) {
 	b.agent.Stop()
 	b.agent = a
 	b.start(t)
+	return run
+}
+
+// With a Runner that holds StartAt, a fire of an idle job dispatched ahead
+// is handed over idleLead before its time with StartAt set, and reported
+// started at it.
+func TestHandedOverAheadToARunnerThatHolds(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	run := b.holdingAgent(t)
 
 	at := time.Now().Add(time.Second).Truncate(time.Millisecond)
 	b.dispatchAhead(t, "37-1000", "echo", at)
@@ -178,7 +195,7 @@ func TestHandedOverAheadToARunnerThatHolds(t *testing.T) {
 	run.mu.Unlock()
 	_, times := b.runner.callInfo("37-1000")
 	require.False(t, times[0].Before(at), "the handler started at StartAt")
-	require.False(t, handed.Before(at.Add(-startLead-50*time.Millisecond)), "not much earlier than startLead")
+	require.False(t, handed.Before(at.Add(-idleLead)), "not earlier than idleLead")
 	// The release is a timer: on a loaded machine it can come after the
 	// start time, and then the fire is simply handed over at once.
 	if handed.Before(at) {
@@ -189,15 +206,44 @@ func TestHandedOverAheadToARunnerThatHolds(t *testing.T) {
 	}
 }
 
-// The release time from the hold: startLead early for a Runner that holds
-// StartAt for the handler, at StartAt for any other.
-func TestReleaseAtDependsOnTheRunner(t *testing.T) {
+// The release time from the hold: at StartAt for a Runner that does not
+// hold StartAt for the handler; for one that does, idleLead early, and
+// then, if the job is busy, startLead early.
+func TestReleaseAtDependsOnTheRunnerAndTheJob(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	at := time.Now().Add(time.Hour)
-	d := cluster.Dispatch{StartAt: at, Job: cluster.JobConfig{Handler: "echo"}}
-	require.True(t, b.agent.releaseAt(&d).Equal(at), "plain runner: at StartAt")
+	d := cluster.Dispatch{StartAt: at, Job: cluster.JobConfig{JobID: 7, Handler: "echo"}}
+	idle := func(int64) bool { return false }
+	busy := func(id int64) bool { return id == 7 }
+	early := at.Add(-time.Minute)
+	require.True(t, b.agent.releaseAt(&d, early, busy).Equal(at), "plain runner: at StartAt")
 	held, err := New(b.cfg, b.etcd, &holdingRunner{testRunner: b.runner})
 	require.NoError(t, err)
-	require.True(t, held.releaseAt(&d).Equal(at.Add(-startLead)), "holding runner: startLead early")
+	require.True(t, held.releaseAt(&d, early, busy).Equal(at.Add(-idleLead)), "holding runner: first idleLead early")
+	between := at.Add(-(idleLead + startLead) / 2)
+	require.True(t, held.releaseAt(&d, between, idle).Equal(between), "idle job: now")
+	require.True(t, held.releaseAt(&d, between, busy).Equal(at.Add(-startLead)), "busy job: startLead early")
+	late := at.Add(-startLead / 2)
+	require.True(t, held.releaseAt(&d, late, busy).Equal(late), "past startLead: now")
+}
+
+// A fire of a job that is busy when its idleLead time comes goes back to
+// the hold until its startLead time: its block strategy (here COVER_EARLY,
+// which kills the running fire) is applied no earlier than it was before
+// idleLead existed.
+func TestBusyJobIsReleasedStartLeadAhead(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	b.holdingAgent(t)
+	b.dispatchJob(t, "38-1000", "sleep", "", block(cluster.BlockCoverEarly))
+	b.running(t, "38-1000")
+	at := time.Now().Add(time.Second).Truncate(time.Millisecond)
+	b.dispatchAheadJob(t, "38-2000", "echo", at, block(cluster.BlockCoverEarly))
+	covered := b.waitFinal(t, "38-1000")
+	require.Equal(t, cluster.StatusKilled, covered.Status)
+	require.NotNil(t, covered.FinishedAt)
+	require.False(t, covered.FinishedAt.Before(at.Add(-startLead)),
+		"covered at %s, %s before the new fire's time", covered.FinishedAt, at.Sub(*covered.FinishedAt))
+	require.Equal(t, cluster.StatusSuccess, b.waitFinal(t, "38-2000").Status)
 }

@@ -52,7 +52,7 @@ func (a *Agent) run(e *execution) {
 
 	started := time.Now().UTC()
 	a.reporter.started(started)
-	if d.StartAt.After(started) { // handed over ahead (startLead): the handler starts at StartAt
+	if d.StartAt.After(started) { // handed over ahead (releaseAt): the handler starts at StartAt
 		started = d.StartAt.UTC()
 	}
 	a.cfg.Metrics.ObserveLateness(metrics.StageStarted, started.Sub(d.ScheduledAt))
@@ -159,7 +159,7 @@ func (o attemptOutcome) why() string {
 func (a *Agent) attempt(e *execution, n int) attemptOutcome {
 	d := e.d
 	// A first attempt handed over before its start time (dispatch ahead,
-	// startLead) starts at StartAt: its timeout counts from then.
+	// releaseAt) starts at StartAt: its timeout counts from then.
 	var startAt time.Time
 	if n == 1 && d.StartAt.After(time.Now()) {
 		startAt = d.StartAt

@@ -6,7 +6,7 @@
 // # Life of a fire on a node
 //
 //	leader txn: PUT /Cronix/run/<node>/<fire_id> = Dispatch
-//	    │  intake: List the run prefix, then Watch from that revision+1; the fires
+//	    │  intake: List the run prefix, then Watch its puts from that revision+1; the fires
 //	    │  of one response are checked by up to GOMAXPROCS goroutines, sharded by
 //	    │  job id (one job's fires in dispatch order); each verifies and decodes
 //	    │  64 fires, then dedupes and admits them under one lock, in order

@@ -45,8 +45,10 @@ func (a *Agent) intake(ctx context.Context) {
 		if !a.acceptAll(ctx, resp.Kvs) {
 			return
 		}
+		// Deletions are not read (this node's own reporter makes almost
+		// all of them): filtered by etcd, they cost no watch response.
 		wch := a.etcd.Watch(clientv3.WithRequireLeader(ctx), prefix,
-			clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+			clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1), clientv3.WithFilterDelete())
 		for wresp := range wch {
 			if err := wresp.Err(); err != nil {
 				a.log.Warn("agent: dispatch watch broke; listing again", "error", err)

@@ -13,7 +13,8 @@
 //	           signal watch    /Cronix/signal/job/     → reload / drop the jobs signalled (one query per watch response)
 //	           group watch     /Cronix/signal/group/   → reload every group (manual address lists)
 //	           once watch      /Cronix/once/           → manual fire now
-//	           run watch       /Cronix/run/            → busy cache; a deleted run key = the run ended
+//	           run watch       /Cronix/run/            → deletions only: a deleted run key = the run ended
+//	                                                     (the leader puts its own keys in the busy cache)
 //	           proc watch      /Cronix/proc/           → busy cache (BUSYOVER)
 //	           leader watch    /Cronix/leader          → another term's claim: return ErrFenced
 //	           relist timer    (30 s)                  → reload the jobs whose revision changed, every group
@@ -104,7 +105,10 @@
 // whose registration status is "online" and whose last beat succeeded; a
 // node not probed yet counts as healthy; BeatInterval < 0 turns beats
 // off); BUSYOVER (first node without a
-// pending run key or process key of the job, from the watch-fed cache;
+// pending run key or process key of the job, from the cache: the run keys
+// listed when its term began and those it dispatched, less the deletions
+// its run watch reports, and the
+// process keys of the proc watch;
 // none free → the run fails); SHARDING_BROADCAST (one fire per node, shard
 // index 0..n-1 of n in the run and the dispatch). Route state lives in raft,
 // so ROUND, LFU and LRU continue across leader changes and restarts; it is

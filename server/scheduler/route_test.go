@@ -283,6 +283,47 @@ func TestRouteBusyover(t *testing.T) {
 	require.Equal(t, "a", runs[cluster.FireID(1, t0.Add(34*time.Second))].Node)
 }
 
+// TestRunWatchCarriesOnlyDeletions: the leader's run watch filters puts (it
+// writes every run key itself and tracks them when it dispatches), so a
+// dispatch does not come back to it through etcd, and a run is still busy
+// until its key is deleted, including after a new term listed it.
+func TestRunWatchCarriesOnlyDeletions(t *testing.T) {
+	t.Parallel()
+	h := threeNodes(t)
+	h.store.putJob(routed(1, cluster.RouteBusyover))
+	h.start()
+	before := seenRuns(&h.sched.seen)
+	h.step() // t0+1 → a, pending
+	first := h.keys.Run("a", cluster.FireID(1, t0.Add(time.Second)))
+	resp, err := h.cli.Get(context.Background(), first)
+	require.NoError(t, err)
+	require.Len(t, resp.Kvs, 1)
+	put := resp.Kvs[0].ModRevision
+	require.Greater(t, put, before)
+	// A later write under another prefix, seen by the loop: had the run's
+	// put come through the run watch, it would have been applied by now.
+	rev := h.put(h.keys.Proc("c", 9, 1), `{"pid":1}`)
+	h.waitSeen(seenProcs, rev)
+	require.Less(t, seenRuns(&h.sched.seen), put, "a put reached the run watch")
+
+	h.step() // t0+2 → b: a is busy with the pending run
+	require.Equal(t, []string{"a", "b"}, h.nodesOf(1, 2))
+
+	// A new term lists the pending runs: still busy.
+	require.NoError(t, h.stop())
+	h.sched = h.newScheduler()
+	h.term++
+	h.start()
+	h.step() // t0+3 → c
+	require.Equal(t, "c", h.nodesOf(1, 3)[2])
+
+	// Their deletions come through the watch: a and b are free again.
+	h.waitSeen(seenRuns, h.del(first))
+	h.waitSeen(seenRuns, h.del(h.keys.Run("b", cluster.FireID(1, t0.Add(2*time.Second)))))
+	h.step() // t0+4 → a
+	require.Equal(t, "a", h.nodesOf(1, 4)[3])
+}
+
 func TestRouteShardingBroadcast(t *testing.T) {
 	t.Parallel()
 	h := threeNodes(t)

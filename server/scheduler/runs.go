@@ -105,7 +105,13 @@ func (l *loop) resyncRuns(ctx context.Context) error {
 		}
 	}
 	storeMax(&l.seen.runs, resp.Header.Revision)
-	l.startWatch(ctx, &l.runW, l.cfg.Keys.RunRoot(), resp.Header.Revision+1)
+	// Only deletions: this leader is the only writer of run keys once it
+	// holds the fence (a deposed leader's writes are refused), and it puts
+	// every key it dispatches into the cache itself (newFires,
+	// checkReplays) before the key exists. A put event would carry the
+	// whole signed dispatch, decoded here only to be dropped: one more copy
+	// of every fire through etcd's gRPC (encode, send, decode) per fire.
+	l.startWatch(ctx, &l.runW, l.cfg.Keys.RunRoot(), resp.Header.Revision+1, clientv3.WithFilterPut())
 	return nil
 }
 
@@ -140,14 +146,9 @@ func (l *loop) onRuns(ctx context.Context, wr clientv3.WatchResponse, ok bool) {
 		return
 	}
 	for _, ev := range wr.Events {
-		key := string(ev.Kv.Key)
-		if ev.Type == mvccpb.PUT {
-			if r, ok := l.parseRun(key); ok {
-				l.runs.put(l.runs.runs, key, r)
-			}
-			continue
+		if ev.Type == mvccpb.DELETE { // the watch filters puts (resyncRuns)
+			l.runEnded(string(ev.Kv.Key))
 		}
-		l.runEnded(key)
 	}
 	if n := len(wr.Events); n > 0 {
 		storeMax(&l.seen.runs, wr.Events[n-1].Kv.ModRevision)

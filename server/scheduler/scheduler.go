@@ -104,10 +104,10 @@ const (
 // wait for a tick's raft entry to ride along with.
 const forgetDelay = time.Second
 
-func (l *loop) startWatch(ctx context.Context, w *watch, prefix string, rev int64) {
+func (l *loop) startWatch(ctx context.Context, w *watch, prefix string, rev int64, opts ...clientv3.OpOption) {
 	w.close()
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	w.ch = l.cfg.Etcd.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev))
+	w.ch = l.cfg.Etcd.Watch(wctx, prefix, append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithRev(rev)}, opts...)...)
 	w.cancel = cancel
 }
 

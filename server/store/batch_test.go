@@ -1,6 +1,8 @@
 package store
 
 import (
+	"database/sql"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,7 +67,7 @@ func TestSQLiteDSN(t *testing.T) {
 		require.NoError(t, err, in)
 		require.False(t, memory)
 		require.True(t, strings.HasPrefix(got, want), "%s -> %s", in, got)
-		for _, p := range []string{"busy_timeout%285000%29", "journal_mode%28WAL%29", "foreign_keys%281%29", "_txlock=immediate"} {
+		for _, p := range []string{"busy_timeout%285000%29", "journal_mode%28WAL%29", "foreign_keys%281%29", "temp_store%28MEMORY%29", "_txlock=immediate"} {
 			require.Contains(t, got, p, in)
 		}
 	}
@@ -96,4 +98,40 @@ func TestOpenMemory(t *testing.T) {
 	n, err := s.CountUsers(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
+}
+
+// TestSQLiteTempStoreInMemory: every connection of a file database keeps its
+// statement journals in memory (no temporary file per multi-row upsert),
+// and a statement that fails midway is still undone alone, its transaction
+// going on.
+func TestSQLiteTempStoreInMemory(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, err := Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "c.db"))
+	require.NoError(t, err)
+	defer s.Close()
+	conns := make([]*sql.Conn, 3) // distinct pool connections, each opened with the DSN's pragmas
+	for i := range conns {
+		conns[i], err = s.db.DB.Conn(ctx)
+		require.NoError(t, err)
+		defer conns[i].Close()
+		var mode int
+		require.NoError(t, conns[i].QueryRowContext(ctx, "PRAGMA temp_store").Scan(&mode))
+		require.Equal(t, 2, mode, "temp_store MEMORY on connection %d", i)
+	}
+
+	tx, err := conns[0].BeginTx(ctx, nil)
+	require.NoError(t, err)
+	_, err = tx.ExecContext(ctx, "CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL UNIQUE)")
+	require.NoError(t, err)
+	_, err = tx.ExecContext(ctx, "INSERT INTO t (k, v) VALUES (1, 'a'), (2, 'b')")
+	require.NoError(t, err)
+	// The third row breaks the unique constraint after two rows went in:
+	// the statement journal undoes those two, not the transaction.
+	_, err = tx.ExecContext(ctx, "INSERT INTO t (k, v) VALUES (3, 'c'), (4, 'd'), (5, 'a')")
+	require.Error(t, err)
+	require.NoError(t, tx.Commit())
+	var n int
+	require.NoError(t, conns[0].QueryRowContext(ctx, "SELECT count(*) FROM t").Scan(&n))
+	require.Equal(t, 2, n)
 }

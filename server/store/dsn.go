@@ -21,11 +21,18 @@ import (
 
 // sqlitePragmas are added to a SQLite DSN unless it sets them itself:
 // wait instead of failing while another connection writes, WAL so readers
-// never block the writer, and enforced foreign keys.
+// never block the writer, enforced foreign keys, and temporary files in
+// memory. The last is for the statement journal: every multi-row upsert of
+// a transaction (InsertRuns, ApplyResultsFinished) keeps the pages it
+// changes in one so that the statement alone can be undone, and in a file
+// that was an open(2), a write(2) per page and an unlink per statement. It
+// is only read to undo a failed statement of a live connection; the commit
+// and its durability are the WAL's, unchanged.
 var sqlitePragmas = []struct{ name, value string }{
 	{"busy_timeout", "busy_timeout(5000)"},
 	{"journal_mode", "journal_mode(WAL)"},
 	{"foreign_keys", "foreign_keys(1)"},
+	{"temp_store", "temp_store(MEMORY)"},
 }
 
 // openDB turns a Cronix DSN into a bun.DB and names its dialect. It pings

@@ -237,8 +237,11 @@ func CheckContract(t *testing.T, h pluginapi.Handler, validParams json.RawMessag
 			}
 		case !errors.Is(err, context.DeadlineExceeded):
 			t.Errorf("Run past its deadline: error = %v, want context.DeadlineExceeded", err)
-		case res.Status != pluginapi.StatusFailed || res.Message != "timeout":
-			t.Errorf("Run past its deadline: result = %+v, want failed with message \"timeout\"", res)
+		case res.Status != pluginapi.StatusFailed:
+			// The message is "timeout" when the host's deadline ended the
+			// call, or the handler's own when it stopped at the deadline
+			// on its clock a moment earlier (the host keeps its result).
+			t.Errorf("Run past its deadline: result = %+v, want failed", res)
 		}
 		select {
 		case <-c.returned:

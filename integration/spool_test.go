@@ -117,5 +117,12 @@ func TestResultsSurviveServerOutage(t *testing.T) {
 	lines := strings.Fields(string(b))
 	sort.Strings(lines)
 	require.Equal(t, ids, lines, "every fire ran exactly once")
-	require.Empty(t, spooledTerminal(t, nodeDir), "the spool is drained")
+	// The server records a delivery before the node reads its answer and
+	// marks the spool: wait for the mark.
+	left := spooledTerminal(t, nodeDir)
+	for deadline := time.Now().Add(30 * time.Second); len(left) > 0 && time.Now().Before(deadline); {
+		<-time.After(20 * time.Millisecond)
+		left = spooledTerminal(t, nodeDir)
+	}
+	require.Empty(t, left, "the spool is drained")
 }

@@ -111,9 +111,10 @@
 //     fires unstarted: their run keys stay, and the next process holds and
 //     runs them. The node advertises cluster.FeatureStartAt. With a Runner
 //     that waits for Request.StartAt itself (a plugin of the Go SDK 1.1+,
-//     pluginhost.Host.HoldsStartAt), the fire is released early: idleLead
-//     (400ms) before StartAt when its job has nothing running or queued on
-//     this node then, otherwise startLead (100ms) before. Its journal
+//     pluginhost.Host.HoldsStartAt), the fire is released early: when its
+//     job has nothing running or queued on this node then, 100ms plus
+//     0.1ms per fire due at the same StartAt before it, at most 400ms
+//     (batchLead), otherwise startLead (100ms) before. Its journal
 //     line, goroutine and plugin call happen before the start time and the
 //     plugin starts the handler at StartAt; the block strategy is applied
 //     at the release (a busy job's: 100ms before StartAt), the job timeout

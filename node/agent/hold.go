@@ -42,16 +42,28 @@ func newHoldQueue() *holdQueue {
 // strategy is then applied startLead before StartAt.
 const startLead = 100 * time.Millisecond
 
-// idleLead is how long before its StartAt such a fire is released when its
-// job has nothing running or queued on this node then. The block strategy
-// cannot decide differently at StartAt unless another fire of the job
-// starts in between, and the hand-over of a large batch (thousands of gRPC
-// calls to the plugin) no longer has to fit in startLead: at 3,000 fires
-// per second it did not, and the last fires reached the plugin after
-// their second. A fire whose job is busy waits for startLead, so a run
-// that ends in the last idleLead still counts as ended for the block
-// strategy, as before.
-const idleLead = 400 * time.Millisecond
+// idleLead is the most before its StartAt such a fire is released, when
+// its job has nothing running or queued on this node then: startLead plus
+// leadPerFire for each fire due at the same StartAt (batchLead), so that
+// the hand-over of a large batch (thousands of gRPC calls to the plugin)
+// does not have to fit in startLead: at 3,000 fires per second it did
+// not, and the last fires reached the plugin after their second. A small
+// batch stays near startLead: released earlier, it would take CPU from the
+// previous second's runs (the shell plugin's forks at 500/s go on for
+// ~600 ms). The block strategy of an idle job cannot decide differently
+// at StartAt unless another fire of the job starts in between. A fire
+// whose job is busy waits for startLead, so a run that ends in the last
+// idleLead still counts as ended for the block strategy, as before.
+const (
+	idleLead    = 400 * time.Millisecond
+	leadPerFire = 100 * time.Microsecond
+)
+
+// batchLead is how long before their StartAt n fires of idle jobs due
+// then are released.
+func batchLead(n int) time.Duration {
+	return min(idleLead, startLead+time.Duration(n)*leadPerFire)
+}
 
 // startHolder is a Runner that can be handed a run before its StartAt.
 type startHolder interface {
@@ -59,18 +71,26 @@ type startHolder interface {
 }
 
 // releaseAt is when a fire dispatched ahead is released from the hold,
-// at now; busy reports whether its job has a fire running or queued on
-// this node (asked only when it matters).
-func (a *Agent) releaseAt(d *cluster.Dispatch, now time.Time, busy func(jobID int64) bool) time.Time {
+// at now; n is the number of fires due at its StartAt, busy reports
+// whether its job has a fire running or queued on this node (asked only
+// when it matters).
+func (a *Agent) releaseAt(d *cluster.Dispatch, now time.Time, n int, busy func(jobID int64) bool) time.Time {
 	sh, ok := a.runner.(startHolder)
 	if !ok || !sh.HoldsStartAt(d.Job.Handler) {
 		return d.StartAt
 	}
-	if idle := d.StartAt.Add(-idleLead); idle.After(now) {
-		return idle // asked again then
+	if first := d.StartAt.Add(-idleLead); first.After(now) {
+		return first // asked again then, with the whole batch
 	}
-	if late := d.StartAt.Add(-startLead); late.After(now) && busy(d.Job.JobID) {
+	late := d.StartAt.Add(-startLead)
+	if !late.After(now) {
+		return now
+	}
+	if busy(d.Job.JobID) {
 		return late
+	}
+	if at := d.StartAt.Add(-batchLead(n)); at.After(now) {
+		return at
 	}
 	return now
 }
@@ -95,20 +115,33 @@ func (a *Agent) busyJobs() func(jobID int64) bool {
 // holdEarly moves the fires whose release time (releaseAt) is still to
 // come into the hold and returns the others (due now), in order. The
 // release goroutine passes the fires it takes from the hold through it
-// again, so a fire taken at its idleLead time whose job is busy then goes
-// back until its startLead time.
+// again, so the fires taken at their idleLead time go back until their
+// batch's time (batchLead of how many are due at their StartAt) or, for
+// a busy job, their startLead time.
 func (a *Agent) holdEarly(fires []opened) []opened {
 	now := time.Now()
 	due := fires[:0:0]
 	q := a.hold
 	busy := a.busyJobs()
+	var batch map[int64]int // StartAt (Unix ns) → fires of fires due then
+	count := func(at time.Time) int {
+		if batch == nil {
+			batch = map[int64]int{}
+			for _, f := range fires {
+				if f.err == nil && !f.d.StartAt.IsZero() {
+					batch[f.d.StartAt.UnixNano()]++
+				}
+			}
+		}
+		return batch[at.UnixNano()]
+	}
 	var locked bool // q.mu is taken on the first fire held
 	for _, f := range fires {
 		if f.err != nil || f.d.StartAt.IsZero() {
 			due = append(due, f)
 			continue
 		}
-		at := a.releaseAt(&f.d, now, busy)
+		at := a.releaseAt(&f.d, now, count(f.d.StartAt), busy)
 		if !at.After(now) {
 			due = append(due, f)
 			continue

@@ -179,8 +179,8 @@ func (b *bundle) holdingAgent(t *testing.T) *holdingRunner {
 }
 
 // With a Runner that holds StartAt, a fire of an idle job dispatched ahead
-// is handed over idleLead before its time with StartAt set, and reported
-// started at it.
+// is handed over before its time (batchLead of one fire, never more than
+// idleLead) with StartAt set, and reported started at it.
 func TestHandedOverAheadToARunnerThatHolds(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
@@ -208,8 +208,9 @@ func TestHandedOverAheadToARunnerThatHolds(t *testing.T) {
 
 // The release time from the hold: at StartAt for a Runner that does not
 // hold StartAt for the handler; for one that does, idleLead early, and
-// then, if the job is busy, startLead early.
-func TestReleaseAtDependsOnTheRunnerAndTheJob(t *testing.T) {
+// then batchLead early for an idle job (startLead plus leadPerFire for
+// each fire due at the same time), startLead early for a busy one.
+func TestReleaseAtDependsOnTheRunnerTheJobAndTheBatch(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	at := time.Now().Add(time.Hour)
@@ -217,15 +218,19 @@ func TestReleaseAtDependsOnTheRunnerAndTheJob(t *testing.T) {
 	idle := func(int64) bool { return false }
 	busy := func(id int64) bool { return id == 7 }
 	early := at.Add(-time.Minute)
-	require.True(t, b.agent.releaseAt(&d, early, busy).Equal(at), "plain runner: at StartAt")
+	require.True(t, b.agent.releaseAt(&d, early, 1, busy).Equal(at), "plain runner: at StartAt")
 	held, err := New(b.cfg, b.etcd, &holdingRunner{testRunner: b.runner})
 	require.NoError(t, err)
-	require.True(t, held.releaseAt(&d, early, busy).Equal(at.Add(-idleLead)), "holding runner: first idleLead early")
-	between := at.Add(-(idleLead + startLead) / 2)
-	require.True(t, held.releaseAt(&d, between, idle).Equal(between), "idle job: now")
-	require.True(t, held.releaseAt(&d, between, busy).Equal(at.Add(-startLead)), "busy job: startLead early")
+	require.True(t, held.releaseAt(&d, early, 1, busy).Equal(at.Add(-idleLead)), "holding runner: first idleLead early")
+	first := at.Add(-idleLead)
+	require.True(t, held.releaseAt(&d, first, 1, idle).Equal(at.Add(-startLead-leadPerFire)), "idle job, alone: about startLead early")
+	require.True(t, held.releaseAt(&d, first, 1000, idle).Equal(at.Add(-startLead-1000*leadPerFire)), "idle job, 1,000 due: earlier")
+	require.True(t, held.releaseAt(&d, first, 100000, idle).Equal(first), "idle job, a huge batch: now (idleLead)")
+	require.True(t, held.releaseAt(&d, first, 100000, busy).Equal(at.Add(-startLead)), "busy job: startLead early")
 	late := at.Add(-startLead / 2)
-	require.True(t, held.releaseAt(&d, late, busy).Equal(late), "past startLead: now")
+	require.True(t, held.releaseAt(&d, late, 1, busy).Equal(late), "past startLead: now")
+	require.Equal(t, idleLead, batchLead(1<<30))
+	require.Equal(t, startLead, batchLead(0))
 }
 
 // A fire of a job that is busy when its idleLead time comes goes back to

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cronix/cronix/internal/waitctx"
 )
 
 // The burst path: a run handed over before its start time (Request.StartAt,
@@ -69,11 +71,11 @@ func (t *burstTransport) RoundTrip(req *nethttp.Request) (*nethttp.Response, err
 		return t.normal.RoundTrip(req)
 	}
 	if !burstable(req) {
-		if err := waitUntil(req.Context(), slot.at); err != nil {
+		if !waitctx.Until(req.Context(), slot.at) {
 			if req.Body != nil {
 				_ = req.Body.Close()
 			}
-			return nil, err
+			return nil, req.Context().Err()
 		}
 		return t.normal.RoundTrip(req)
 	}
@@ -100,22 +102,6 @@ func replayable(req *nethttp.Request) bool {
 		return true
 	}
 	return req.Header.Get("Idempotency-Key") != "" || req.Header.Get("X-Idempotency-Key") != ""
-}
-
-// waitUntil waits until at or ctx's end (its error).
-func waitUntil(ctx context.Context, at time.Time) error {
-	d := time.Until(at)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // rawConn is a keep-alive connection of the burst path.

@@ -50,6 +50,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cronix/cronix/internal/waitctx"
 	"github.com/cronix/cronix/pluginapi"
 )
 
@@ -182,7 +183,7 @@ func (h *handler) Validate(_ context.Context, params json.RawMessage) error {
 func (h *handler) Run(ctx context.Context, req pluginapi.Request, out io.Writer) (pluginapi.Result, error) {
 	early := time.Until(req.StartAt) > 0
 	// hold keeps a result from being reported before StartAt.
-	hold := func() bool { return !early || waitUntil(ctx, req.StartAt) == nil }
+	hold := func() bool { return !early || waitctx.Until(ctx, req.StartAt) }
 	p, err := parseParams(req.Params)
 	if err != nil {
 		if !hold() {

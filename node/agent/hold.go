@@ -71,10 +71,10 @@ type startHolder interface {
 }
 
 // releaseAt is when a fire dispatched ahead is released from the hold,
-// at now; n is the number of fires due at its StartAt, busy reports
-// whether its job has a fire running or queued on this node (asked only
-// when it matters).
-func (a *Agent) releaseAt(d *cluster.Dispatch, now time.Time, n int, busy func(jobID int64) bool) time.Time {
+// at now; batch counts the fires due at a StartAt and busy reports
+// whether a job has a fire running or queued on this node (each asked
+// only when it matters).
+func (a *Agent) releaseAt(d *cluster.Dispatch, now time.Time, batch func(startAt time.Time) int, busy func(jobID int64) bool) time.Time {
 	sh, ok := a.runner.(startHolder)
 	if !ok || !sh.HoldsStartAt(d.Job.Handler) {
 		return d.StartAt
@@ -89,7 +89,7 @@ func (a *Agent) releaseAt(d *cluster.Dispatch, now time.Time, n int, busy func(j
 	if busy(d.Job.JobID) {
 		return late
 	}
-	if at := d.StartAt.Add(-batchLead(n)); at.After(now) {
+	if at := d.StartAt.Add(-batchLead(batch(d.StartAt))); at.After(now) {
 		return at
 	}
 	return now
@@ -141,7 +141,7 @@ func (a *Agent) holdEarly(fires []opened) []opened {
 			due = append(due, f)
 			continue
 		}
-		at := a.releaseAt(&f.d, now, count(f.d.StartAt), busy)
+		at := a.releaseAt(&f.d, now, count, busy)
 		if !at.After(now) {
 			due = append(due, f)
 			continue

@@ -195,7 +195,7 @@ func TestHandedOverAheadToARunnerThatHolds(t *testing.T) {
 	run.mu.Unlock()
 	_, times := b.runner.callInfo("37-1000")
 	require.False(t, times[0].Before(at), "the handler started at StartAt")
-	require.False(t, handed.Before(at.Add(-idleLead)), "not earlier than idleLead")
+	require.False(t, handed.Before(at.Add(-batchLead(1))), "not earlier than batchLead of one fire")
 	// The release is a timer: on a loaded machine it can come after the
 	// start time, and then the fire is simply handed over at once.
 	if handed.Before(at) {
@@ -217,18 +217,19 @@ func TestReleaseAtDependsOnTheRunnerTheJobAndTheBatch(t *testing.T) {
 	d := cluster.Dispatch{StartAt: at, Job: cluster.JobConfig{JobID: 7, Handler: "echo"}}
 	idle := func(int64) bool { return false }
 	busy := func(id int64) bool { return id == 7 }
+	fires := func(n int) func(time.Time) int { return func(time.Time) int { return n } }
 	early := at.Add(-time.Minute)
-	require.True(t, b.agent.releaseAt(&d, early, 1, busy).Equal(at), "plain runner: at StartAt")
+	require.True(t, b.agent.releaseAt(&d, early, fires(1), busy).Equal(at), "plain runner: at StartAt")
 	held, err := New(b.cfg, b.etcd, &holdingRunner{testRunner: b.runner})
 	require.NoError(t, err)
-	require.True(t, held.releaseAt(&d, early, 1, busy).Equal(at.Add(-idleLead)), "holding runner: first idleLead early")
+	require.True(t, held.releaseAt(&d, early, fires(1), busy).Equal(at.Add(-idleLead)), "holding runner: first idleLead early")
 	first := at.Add(-idleLead)
-	require.True(t, held.releaseAt(&d, first, 1, idle).Equal(at.Add(-startLead-leadPerFire)), "idle job, alone: about startLead early")
-	require.True(t, held.releaseAt(&d, first, 1000, idle).Equal(at.Add(-startLead-1000*leadPerFire)), "idle job, 1,000 due: earlier")
-	require.True(t, held.releaseAt(&d, first, 100000, idle).Equal(first), "idle job, a huge batch: now (idleLead)")
-	require.True(t, held.releaseAt(&d, first, 100000, busy).Equal(at.Add(-startLead)), "busy job: startLead early")
+	require.True(t, held.releaseAt(&d, first, fires(1), idle).Equal(at.Add(-startLead-leadPerFire)), "idle job, alone: about startLead early")
+	require.True(t, held.releaseAt(&d, first, fires(1000), idle).Equal(at.Add(-startLead-1000*leadPerFire)), "idle job, 1,000 due: earlier")
+	require.True(t, held.releaseAt(&d, first, fires(100000), idle).Equal(first), "idle job, a huge batch: now (idleLead)")
+	require.True(t, held.releaseAt(&d, first, fires(100000), busy).Equal(at.Add(-startLead)), "busy job: startLead early")
 	late := at.Add(-startLead / 2)
-	require.True(t, held.releaseAt(&d, late, 1, busy).Equal(late), "past startLead: now")
+	require.True(t, held.releaseAt(&d, late, fires(1), busy).Equal(late), "past startLead: now")
 	require.Equal(t, idleLead, batchLead(1<<30))
 	require.Equal(t, startLead, batchLead(0))
 }

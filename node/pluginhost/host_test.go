@@ -368,6 +368,56 @@ func TestConcurrentRuns(t *testing.T) {
 	require.NoError(t, errors.Join(errs...))
 }
 
+// TestThousandsOfRunsAtOnceDoNotDeadlockTheConnection keeps thousands of
+// runs in flight on one plugin, each worker starting its next run as soon
+// as the last ends, as a node does when thousands of jobs fire every
+// second. grpc-go 1.82.1 to 1.84 counted every stream's set-up and
+// clean-up towards the transport's 100-item throttle: with enough streams
+// starting and ending at once over the unix socket, both sides' readers
+// stopped while both writers waited for the peer to read, and every run on
+// the plugin hung for good (grpc/grpc-go#9330; the node stopped firing at
+// 3,000 http jobs/s). All runs must finish by a deadline.
+func TestThousandsOfRunsAtOnceDoNotDeadlockTheConnection(t *testing.T) {
+	t.Parallel()
+	h, _ := startHost(t, Spec{Name: "crashy", Cmd: []string{crashyBin}})
+	const workers, each = 2000, 5
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed []error
+	)
+	for i := range workers {
+		wg.Go(func() {
+			for j := range each {
+				var out plugintest.Output
+				res, err := h.Run(ctx, "crashy", pluginapi.Request{FireID: fmt.Sprintf("f-%04d-%d", i, j),
+					Params: json.RawMessage(`{"mode":"","arg":"` + strings.Repeat("x", 200) + `"}`)}, &out)
+				if err == nil && (res.Status != pluginapi.StatusSuccess || out.String() != "fine\n") {
+					err = fmt.Errorf("run %d/%d: %+v, output %q", i, j, res, out.String())
+				}
+				if err != nil {
+					mu.Lock()
+					failed = append(failed, err)
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.Empty(t, failed, "%d of %d workers failed (a hung connection ends them at the deadline); first: %v",
+		len(failed), workers, firstErr(failed))
+}
+
+func firstErr(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs[0]
+}
+
 func TestStop(t *testing.T) {
 	t.Parallel()
 	h, _ := startHost(t, shellSpec())

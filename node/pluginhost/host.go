@@ -832,11 +832,33 @@ func handshakeError(err error) error {
 	return err
 }
 
+// killGrace bounds go-plugin's graceful Kill: it asks the plugin to shut
+// down over its connection and waits for the answer without a deadline, so
+// a frozen plugin (stopped, or its connection wedged) would hold it for
+// good. After killGrace the process is killed outright, which ends that
+// call.
+var killGrace = 5 * time.Second
+
 // killClient kills a plugin's process and then whatever it left in its
-// process group. Idempotent.
+// process group. Idempotent; returns within about killGrace even when the
+// plugin does not answer.
 func killClient(c *goplugin.Client) {
 	pgid := pid(c)
-	c.Kill()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Kill()
+	}()
+	select {
+	case <-done:
+	case <-time.After(killGrace):
+		if pgid > 0 {
+			if p, err := os.FindProcess(pgid); err == nil {
+				_ = p.Kill() // go-plugin's Kill then sees the process gone
+			}
+		}
+		<-done
+	}
 	if pgid > 0 {
 		procgroup.Release(pgid)
 	}

@@ -418,6 +418,32 @@ func firstErr(errs []error) error {
 	return errs[0]
 }
 
+// TestStopKillsAFrozenPlugin: go-plugin's Kill asks the plugin to shut
+// down over its connection and waits for the answer without a deadline; a
+// plugin that does not read (here SIGSTOPped; a wedged connection does the
+// same) held the node's Stop for good.
+func TestStopKillsAFrozenPlugin(t *testing.T) {
+	t.Parallel()
+	h, _ := startHost(t, shellSpec())
+	p := pluginPid(t, h, "shell")
+	require.NoError(t, syscall.Kill(p, syscall.SIGSTOP))
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		h.Stop()
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(killGrace + 25*time.Second):
+		_ = syscall.Kill(p, syscall.SIGKILL)
+		t.Fatal("Stop waited for a frozen plugin to answer")
+	}
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", p))
+		return errors.Is(err, os.ErrNotExist)
+	}, 5*time.Second, 10*time.Millisecond, "the frozen plugin process survived Stop")
+}
+
 func TestStop(t *testing.T) {
 	t.Parallel()
 	h, _ := startHost(t, shellSpec())

@@ -204,6 +204,7 @@ func httpWorkload(ctx context.Context, cfg config, rate int) (row, error) {
 // then stops the standalone and matches arrivals to runs.
 func measureHTTP(ctx context.Context, cfg config, s *standalone, rec *receiver, ids []int64, seconds int) (row, error) {
 	start, end := window(cfg, seconds)
+	fmt.Printf("  window %s .. %s (unix %d .. %d)\n", start.UTC().Format(time.TimeOnly), end.UTC().Format(time.TimeOnly), start.Unix(), end.Unix())
 	smp := startSampler(ctx, s.p.Cmd.Process.Pid, time.Second)
 	if !waitUntil(ctx, end.Add(2*time.Minute), 200*time.Millisecond, func() bool { return !time.Now().Before(end) && rec.allPast(len(ids), end) }) {
 		fmt.Println("  warning: not every job reached the end of the window within 2 minutes")

@@ -48,6 +48,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cronix/cronix/internal/waitctx"
@@ -305,11 +306,19 @@ func checkRedirect(r *nethttp.Request, via []*nethttp.Request) error {
 	return nil
 }
 
+// chunks are capture's read buffers: a fresh 32 KiB per run was most of
+// what the plugin allocated at thousands of runs a second (its GC then ran
+// a few times a second, right as the next second's responses came in).
+// Neither out nor the captured copy keeps a reference to a chunk.
+var chunks = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 // capture copies up to MaxBody bytes of body to out and returns them; it
 // reports whether the body was longer.
 func (h *handler) capture(body io.Reader, out io.Writer) (captured []byte, truncated bool, err error) {
 	var buf []byte
-	chunk := make([]byte, 32<<10)
+	cp := chunks.Get().(*[]byte)
+	defer chunks.Put(cp)
+	chunk := *cp
 	limit := h.opts.MaxBody
 	for {
 		n, rerr := body.Read(chunk)

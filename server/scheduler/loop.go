@@ -535,7 +535,7 @@ func (l *loop) commit(ctx context.Context) error {
 		return nil
 	}
 	start := l.clock.Now()
-	var runs []store.Run
+	runs := make([]store.Run, 0, len(l.pending)) // sized once: a batch is thousands of fires
 	for _, f := range l.pending {
 		if f.stage == stageNew {
 			runs = append(runs, f.run)
@@ -573,8 +573,8 @@ func (l *loop) commit(ctx context.Context) error {
 		return nil
 	}
 
-	var items []dispatch.DispatchItem
-	var sent []*fire
+	items := make([]dispatch.DispatchItem, 0, len(l.pending))
+	sent := make([]*fire, 0, len(l.pending))
 	notSent := 0
 	for _, f := range l.pending {
 		if f.stage != stageRecorded {

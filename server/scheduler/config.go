@@ -132,8 +132,13 @@ type Config struct {
 	DispatchAhead time.Duration
 }
 
-// DefaultDispatchAhead is the server's default Config.DispatchAhead.
-const DefaultDispatchAhead = 500 * time.Millisecond
+// DefaultDispatchAhead is the server's default Config.DispatchAhead. At
+// thousands of fires per second the batch's SQL insert and etcd
+// transaction take 100-200 ms and the node's intake and hand-over to the
+// plugins a few hundred more: with 500 ms, some seconds' last fires
+// reached their plugin after their time (3,000 http jobs/s: max lateness
+// 199 -> 141 ms, p99 135 -> 123 ms with 1 s).
+const DefaultDispatchAhead = time.Second
 
 // MaxDispatchAhead bounds Config.DispatchAhead: a disable or delete
 // reaches fires dispatched ahead only through a cancel the node may see

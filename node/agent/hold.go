@@ -120,7 +120,7 @@ func (a *Agent) busyJobs() func(jobID int64) bool {
 // a busy job, their startLead time.
 func (a *Agent) holdEarly(fires []opened) []opened {
 	now := time.Now()
-	due := fires[:0:0]
+	var due []opened
 	q := a.hold
 	busy := a.busyJobs()
 	var batch map[int64]int // StartAt (Unix ns) → fires of fires due then
@@ -136,14 +136,23 @@ func (a *Agent) holdEarly(fires []opened) []opened {
 		return batch[at.UnixNano()]
 	}
 	var locked bool // q.mu is taken on the first fire held
-	for _, f := range fires {
+	// A batch is thousands of fires that mostly go the same way (all held
+	// at intake, all due at release): the slices are sized for the rest of
+	// the batch when first needed instead of doubled up to it.
+	addDue := func(i int, f opened) {
+		if due == nil {
+			due = make([]opened, 0, len(fires)-i)
+		}
+		due = append(due, f)
+	}
+	for i, f := range fires {
 		if f.err != nil || f.d.StartAt.IsZero() {
-			due = append(due, f)
+			addDue(i, f)
 			continue
 		}
 		at := a.releaseAt(&f.d, now, count, busy)
 		if !at.After(now) {
-			due = append(due, f)
+			addDue(i, f)
 			continue
 		}
 		if lim := now.Add(maxHold); at.After(lim) {
@@ -160,6 +169,7 @@ func (a *Agent) holdEarly(fires []opened) []opened {
 		k := at.UnixNano()
 		if _, ok := q.byAt[k]; !ok {
 			heap.Push(&q.times, k)
+			q.byAt[k] = make([]opened, 0, len(fires)-i)
 		}
 		q.byAt[k] = append(q.byAt[k], f)
 	}

@@ -837,7 +837,7 @@ func handshakeError(err error) error {
 // a frozen plugin (stopped, or its connection wedged) would hold it for
 // good. After killGrace the process is killed outright, which ends that
 // call.
-var killGrace = 5 * time.Second
+const killGrace = 5 * time.Second
 
 // killClient kills a plugin's process and then whatever it left in its
 // process group. Idempotent; returns within about killGrace even when the

@@ -297,8 +297,14 @@ func runSoak(ctx context.Context, cfg config) error {
 		}
 		v := float64(u.ServiceRSS) / (1 << 20)
 		all = append(all, v)
-		lines = append(lines, fmt.Sprintf("| %s | %.0f | %.0f | %.0f |", u.At.Sub(t0).Round(time.Second),
-			float64(u.RSS)/(1<<20), v, float64(u.RootRSS)/(1<<20)))
+		cpu := "–"
+		if i > 0 {
+			p := usage[i-1]
+			cpu = fmt.Sprintf("%.0f%% / %.0f%%", cpuPercent(p.treeUsage, u.treeUsage, cfg.clkTck, u.At.Sub(p.At)),
+				cpuPercent(treeUsage{Ticks: p.RootTicks}, treeUsage{Ticks: u.RootTicks}, cfg.clkTck, u.At.Sub(p.At)))
+		}
+		lines = append(lines, fmt.Sprintf("| %s | %.0f | %.0f | %.0f | %s |", u.At.Sub(t0).Round(time.Second),
+			float64(u.RSS)/(1<<20), v, float64(u.RootRSS)/(1<<20), cpu))
 		if u.At.Sub(t0) >= cfg.soakWarmup {
 			ts = append(ts, u.At.Sub(t0))
 			service = append(service, v)
@@ -318,7 +324,9 @@ func runSoak(ctx context.Context, cfg config) error {
 	fmt.Fprintf(&b, "| RSS slope after %s warm-up (least squares over %d samples): standalone + plugins / standalone | %+.1f / %+.1f MiB/h |\n",
 		cfg.soakWarmup, len(service), slopePerHour(ts, service), slopePerHour(ts, root))
 	fmt.Fprintf(&b, "| RSS (standalone + plugins) over time | `%s` |\n\n", sparkline(all))
-	b.WriteString("<details><summary>RSS samples (MiB)</summary>\n\n| t | tree | standalone + plugins | standalone |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, "Lateness over time, per %s of scheduled time (ms, p50 / p99): %s.\n\n", cfg.bucket, driftPairs(r.DriftP50, r.Drift))
+	b.WriteString("<details><summary>RSS (MiB) and CPU (of one core) per sample</summary>\n\n" +
+		"| t | tree | standalone + plugins | standalone | CPU since the last sample: tree / standalone |\n|---|---|---|---|---|\n")
 	b.WriteString(strings.Join(lines, "\n"))
 	b.WriteString("\n\n</details>\n\n")
 	fmt.Print(b.String())
@@ -329,6 +337,15 @@ func runSoak(ctx context.Context, cfg config) error {
 		return fmt.Errorf("writing %s: %w", cfg.out, err)
 	}
 	return nil
+}
+
+// driftPairs writes per-bucket p50 / p99 pairs in ms, joined by " · ".
+func driftPairs(p50, p99 []time.Duration) string {
+	out := make([]string, len(p99))
+	for i := range p99 {
+		out[i] = fmt.Sprintf("%.0f / %.0f", float64(p50[i])/float64(time.Millisecond), float64(p99[i])/float64(time.Millisecond))
+	}
+	return strings.Join(out, " · ")
 }
 
 // shellArgs joins args for display, quoting the ones a shell would split.

@@ -100,8 +100,9 @@ func readExecLog(path string, offset int64) (out []sample, next int64, bad int, 
 type tally struct {
 	Expected, Executed, Missed, Duplicated int
 	P50, P99, Max                          time.Duration
-	// Drift is the p99 lateness per 30-s bucket of the window.
-	Drift []time.Duration
+	// Drift is the p99 lateness per 30-s bucket of the window, DriftP50
+	// the p50.
+	Drift, DriftP50 []time.Duration
 }
 
 // tallySamples keeps the samples of the given jobs scheduled in [start,
@@ -147,8 +148,9 @@ func tallySamples(samples []sample, jobs []int64, start, end time.Time, bucket t
 	}
 	t.P50, t.P99, t.Max = benchreport.Percentiles(all)
 	for _, ds := range per {
-		_, p99, _ := benchreport.Percentiles(ds)
+		p50, p99, _ := benchreport.Percentiles(ds)
 		t.Drift = append(t.Drift, p99)
+		t.DriftP50 = append(t.DriftP50, p50)
 	}
 	return t
 }
@@ -269,6 +271,7 @@ func descendants(root int, stats []procStat) []procStat {
 // treeUsage is the CPU ticks and RSS of a process tree at one instant.
 type treeUsage struct {
 	Ticks        int64 // whole tree, reaped children included
+	RootTicks    int64 // root alone (its plugins live as long as it does, so none are reaped)
 	RSS, RootRSS int64 // bytes: sum over the tree (shared pages counted per process), root alone
 	// ServiceRSS is root and its direct children (the plugin processes,
 	// which live as long as it does), without the commands they start:
@@ -303,6 +306,9 @@ func readTree(procDir string, root int) (treeUsage, error) {
 	u := treeUsage{Procs: len(tree)}
 	for _, p := range tree {
 		u.Ticks += p.Ticks
+		if p.PID == root {
+			u.RootTicks = p.Ticks
+		}
 		b, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(p.PID), "status"))
 		if err != nil {
 			continue

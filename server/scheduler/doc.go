@@ -43,7 +43,7 @@
 //
 // # Dispatch ahead
 //
-// With Config.DispatchAhead > 0 (the server's default is 500ms) the timer
+// With Config.DispatchAhead > 0 (the server's default, DefaultDispatchAhead, is 1s) the timer
 // wakes that long before the earliest fire and a tick takes every job due
 // within DispatchAhead of now: those fires go through the same three steps
 // early, each dispatch carrying StartAt = its scheduled time, and the node

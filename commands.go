@@ -176,7 +176,7 @@ type retentionConfig struct {
 	// OutputRetention: the output of terminal runs scheduled longer ago is emptied.
 	OutputRetention time.Duration `flag:"output-retention" env:"CRONIX_OUTPUT_RETENTION" yaml:"output_retention" help:"empty the output of finished runs scheduled longer ago than this, e.g. 7d (0 = keep it as long as the run; at least 1h)"`
 	// ReportInterval is how often the leader recomputes the open days of the daily report.
-	ReportInterval time.Duration `flag:"report-interval" env:"CRONIX_REPORT_INTERVAL" yaml:"report_interval" help:"how often the trigger leader recomputes today's daily report and applies retention (0 = 1m; longer when a computation takes over a ninth of it)"`
+	ReportInterval time.Duration `flag:"report-interval" env:"CRONIX_REPORT_INTERVAL" yaml:"report_interval" help:"how often the trigger leader updates today's daily report and applies retention (0 = 1m; longer when a pass takes over a ninth of it)"`
 }
 
 // checkRetention validates the retentions.

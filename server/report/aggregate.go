@@ -128,3 +128,30 @@ func (a *jobDay) result() store.DailyReport {
 	r.DurationCount, r.DurationP50, r.DurationP99 = a.duration.n, a.duration.quantile(0.5), a.duration.quantile(0.99)
 	return r
 }
+
+// plus is a new aggregate of a's and b's runs (same job); a and b are not
+// changed.
+func (a *jobDay) plus(b *jobDay) *jobDay {
+	r := a.row
+	r.Total += b.row.Total
+	r.Success += b.row.Success
+	r.Failed += b.row.Failed
+	r.Timeout += b.row.Timeout
+	r.Killed += b.row.Killed
+	r.Lost += b.row.Lost
+	r.Skipped += b.row.Skipped
+	r.Unfinished += b.row.Unfinished
+	return &jobDay{row: r, lateness: a.lateness.plus(&b.lateness), duration: a.duration.plus(&b.duration)}
+}
+
+// plus is a new histogram of h's and o's values.
+func (h *hist) plus(o *hist) hist {
+	out := hist{n: h.n + o.n, buckets: make(map[int64]int64, max(len(h.buckets), len(o.buckets)))}
+	for k, v := range h.buckets {
+		out.buckets[k] = v
+	}
+	for k, v := range o.buckets {
+		out.buckets[k] += v
+	}
+	return out
+}

@@ -99,6 +99,47 @@ func (s *Store) ReportRunsPage(ctx context.Context, after RunKey, to time.Time, 
 	return out, nil
 }
 
+// MaxRunID returns the highest run id (0 when there are no runs).
+func (s *Store) MaxRunID(ctx context.Context) (int64, error) {
+	var id int64
+	err := s.db.NewSelect().TableExpr("runs AS r").ColumnExpr("COALESCE(MAX(r.id), 0)").Scan(ctx, &id)
+	if err != nil {
+		return 0, wrap(err, "highest run id")
+	}
+	return id, nil
+}
+
+// ReportRunsAfterID returns up to limit runs with an id above after, of
+// any day, in id order (a range of the primary key): the runs inserted
+// since a run id was the highest.
+func (s *Store) ReportRunsAfterID(ctx context.Context, after int64, limit int) ([]ReportRun, error) {
+	var out []ReportRun
+	err := s.db.NewSelect().TableExpr("runs AS r").
+		Column("r.id", "r.job_id", "r.trigger", "r.status", "r.scheduled_at", "r.started_at", "r.finished_at").
+		Where("r.id > ?", after).OrderExpr("r.id ASC").Limit(int64(limit)).Scan(ctx, &out)
+	if err != nil {
+		return nil, wrap(err, "read runs for the report after id %d", after)
+	}
+	return out, nil
+}
+
+// ReportRunsByID returns the runs among ids that exist, in no particular
+// order, reading reportInsertBatch ids per query.
+func (s *Store) ReportRunsByID(ctx context.Context, ids []int64) ([]ReportRun, error) {
+	out := make([]ReportRun, 0, len(ids))
+	for lo := 0; lo < len(ids); lo += reportInsertBatch {
+		var page []ReportRun
+		err := s.db.NewSelect().TableExpr("runs AS r").
+			Column("r.id", "r.job_id", "r.trigger", "r.status", "r.scheduled_at", "r.started_at", "r.finished_at").
+			Where("r.id IN (?)", bun.List(ids[lo:min(lo+reportInsertBatch, len(ids))])).Scan(ctx, &page)
+		if err != nil {
+			return nil, wrap(err, "read %d runs for the report by id", len(ids))
+		}
+		out = append(out, page...)
+	}
+	return out, nil
+}
+
 // OldestRunScheduledAt returns the earliest scheduled time of any run, or
 // ErrNotFound when there are no runs.
 func (s *Store) OldestRunScheduledAt(ctx context.Context) (time.Time, error) {

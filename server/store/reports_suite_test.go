@@ -22,6 +22,8 @@ type countingStore struct {
 	mu      sync.Mutex
 	deletes []int
 	clears  []int
+	// runs returned by ReportRunsPage and ReportRunsAfterID
+	keysetRead, newRead int
 }
 
 func (c *countingStore) DeleteRunsBefore(ctx context.Context, cutoff time.Time, after store.RunKey, limit int) (int, int, store.RunKey, error) {
@@ -38,6 +40,33 @@ func (c *countingStore) ClearOutputBefore(ctx context.Context, cutoff time.Time,
 	c.clears = append(c.clears, n)
 	c.mu.Unlock()
 	return read, n, next, err
+}
+
+// ReportRunsPage counts the runs a full read returns.
+func (c *countingStore) ReportRunsPage(ctx context.Context, after store.RunKey, to time.Time, limit int) ([]store.ReportRun, error) {
+	runs, err := c.Store.ReportRunsPage(ctx, after, to, limit)
+	c.mu.Lock()
+	c.keysetRead += len(runs)
+	c.mu.Unlock()
+	return runs, err
+}
+
+// ReportRunsAfterID counts the new runs a pass reads.
+func (c *countingStore) ReportRunsAfterID(ctx context.Context, after int64, limit int) ([]store.ReportRun, error) {
+	runs, err := c.Store.ReportRunsAfterID(ctx, after, limit)
+	c.mu.Lock()
+	c.newRead += len(runs)
+	c.mu.Unlock()
+	return runs, err
+}
+
+// reads returns and resets the runs read in full and as new.
+func (c *countingStore) reads() (keyset, fresh int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keyset, fresh = c.keysetRead, c.newRead
+	c.keysetRead, c.newRead = 0, 0
+	return keyset, fresh
 }
 
 // nearestRank is the exact nearest-rank quantile of vals.
@@ -181,6 +210,108 @@ func runReportSuite(t *testing.T, open func(t *testing.T) *store.Store) {
 		require.NoError(t, err)
 		require.Len(t, again, 3)
 		require.Equal(t, rows[0].Total, again[0].Total)
+	})
+
+	t.Run("OpenDayReadsOnlyNewRunsAndMatchesAFullRead", func(t *testing.T) {
+		t.Parallel()
+		ctx := testCtx(t)
+		base := open(t)
+		s := &countingStore{Store: base}
+		day := time.Date(2026, 4, 20, 0, 0, 0, 0, time.UTC)
+		now := day.Add(12 * time.Hour)
+		clock := func() time.Time { return now }
+		jobs := make([]int64, 3)
+		for i := range jobs {
+			j := &store.Job{Name: fmt.Sprintf("live-%d", i), Group: "default", ScheduleType: "cron", Schedule: "* * * * *",
+				Handler: "shell", Enabled: true}
+			require.NoError(t, base.CreateJob(ctx, j))
+			jobs[i] = j.ID
+		}
+		// runs adds n runs of each job scheduled from at on, one a second:
+		// every third one left triggered (its fire id returned), the others
+		// finished with a lateness and a duration of their own.
+		seq := 0
+		runs := func(at time.Time, n int) (triggered []cluster.RunResult) {
+			var results []cluster.RunResult
+			var insert []store.Run
+			for i := range n {
+				for _, job := range jobs {
+					seq++
+					at := at.Add(time.Duration(i) * time.Second)
+					r := cluster.RunResult{FireID: cluster.FireID(job, at), JobID: job, Trigger: cluster.TriggerSchedule,
+						Node: "n1", Status: []string{cluster.StatusSuccess, cluster.StatusFailed}[seq%2], ScheduledAt: at}
+					started, finished := at.Add(time.Duration(seq%700)*time.Millisecond), at.Add(time.Duration(seq%700+seq%300)*time.Millisecond)
+					r.StartedAt, r.FinishedAt = &started, &finished
+					if seq%3 == 0 {
+						insert = append(insert, store.Run{FireID: r.FireID, JobID: job, Trigger: cluster.TriggerSchedule,
+							Status: cluster.StatusTriggered, ScheduledAt: at})
+						triggered = append(triggered, r)
+						continue
+					}
+					results = append(results, r)
+				}
+			}
+			_, err := base.InsertRuns(ctx, insert)
+			require.NoError(t, err)
+			require.NoError(t, base.ApplyResults(ctx, results))
+			return triggered
+		}
+		inc, err := report.New(report.Config{Store: s, Now: clock, PageSize: 7})
+		require.NoError(t, err)
+		// reportOf runs a pass of svc and returns day's rows.
+		reportOf := func(svc *report.Service, day time.Time) []store.DailyReport {
+			_, err := svc.Report(ctx)
+			require.NoError(t, err)
+			rows, _, err := base.FindDailyReports(ctx, store.DailyReportFilter{From: day.Format(store.DayLayout),
+				To: day.Format(store.DayLayout)}, store.Page{Page: 1, PageSize: 100})
+			require.NoError(t, err)
+			for i := range rows {
+				rows[i].UpdatedAt = time.Time{}
+			}
+			return rows
+		}
+		// matches checks that the state kept by inc gives what a fresh
+		// service's full read of the runs gives.
+		matches := func(day time.Time, round string) {
+			got := reportOf(inc, day)
+			fresh, err := report.New(report.Config{Store: base, Now: clock, PageSize: 7})
+			require.NoError(t, err)
+			want := reportOf(fresh, day)
+			require.Len(t, want, len(jobs), round)
+			require.Equal(t, want, got, round)
+		}
+
+		pending := runs(day.Add(2*time.Hour), 20)
+		runs(day.Add(-time.Hour), 2) // the day before: final, never in today's rows
+		matches(day, "first pass: every run read")
+		keyset, _ := s.reads()
+		require.Positive(t, keyset)
+
+		for round := range 3 {
+			// Some pending runs finish, new runs come, and a late one is
+			// inserted early in the day (a misfire) and one for tomorrow.
+			require.NoError(t, base.ApplyResults(ctx, pending[:4]))
+			pending = append(pending[4:], runs(day.Add(time.Duration(3+round)*time.Hour), 5)...)
+			pending = append(pending, runs(day.Add(time.Duration(30+round)*time.Minute), 1)...)
+			runs(day.Add(time.Duration(24*60+round)*time.Minute), 1)
+			matches(day, fmt.Sprintf("round %d", round))
+			keyset, fresh := s.reads()
+			require.Zero(t, keyset, "round %d: no full read of an open day", round)
+			require.LessOrEqual(t, fresh, 2*7*len(jobs), "round %d: only the runs of the last two passes are read", round)
+		}
+
+		// Tomorrow, today is final (read in full once) and tomorrow open.
+		require.NoError(t, base.ApplyResults(ctx, pending))
+		now = day.Add(36 * time.Hour)
+		matches(day.AddDate(0, 0, 1), "tomorrow")
+		final := reportOf(inc, day)
+		require.True(t, final[0].Final)
+		total := 0
+		for _, r := range final {
+			total += r.Total
+			require.Zero(t, r.Unfinished)
+		}
+		require.Equal(t, (20+3*5+3)*len(jobs), total)
 	})
 
 	t.Run("RetentionDeletesOnlyOlderInBatches", func(t *testing.T) {

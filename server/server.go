@@ -87,7 +87,7 @@ type Config struct {
 	// PlaceJobs: the leader writes job placements (scheduler.Config.PlaceJobs).
 	PlaceJobs bool
 	// DispatchAhead is scheduler.Config.DispatchAhead (0: fires are
-	// dispatched at their time).
+	// dispatched at their time); half of it is DispatchAheadMin.
 	DispatchAhead time.Duration
 	// Version is reported in the server registration.
 	Version string
@@ -247,8 +247,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	sched := scheduler.New(scheduler.Config{
 		Jobs: s.store, Runs: s.store, Cursors: s.raft, Dispatcher: disp, Etcd: s.etcd, Keys: s.cfg.Keys,
 		Location: s.cfg.Location, Logger: s.cfg.Logger, Metrics: s.cfg.Metrics, PlaceJobs: s.cfg.PlaceJobs,
-		DispatchAhead: s.cfg.DispatchAhead,
-		HTTPClient:    &http.Client{Transport: nodeTransport(s.cfg.NodeTLS)},
+		DispatchAhead: s.cfg.DispatchAhead, DispatchAheadMin: s.cfg.DispatchAhead / 2,
+		HTTPClient: &http.Client{Transport: nodeTransport(s.cfg.NodeTLS)},
 	})
 	s.raft.OnLeadership(func(ctx context.Context, term uint64) {
 		s.lead(ctx, term, sched)

@@ -87,6 +87,46 @@ func TestDispatchAheadOnlyToNodesThatHold(t *testing.T) {
 	require.False(t, d.DispatchedAt.Before(at2))
 }
 
+// With DispatchAheadMin, a batch goes a third of a millisecond per fire
+// of the previous batch ahead, at least DispatchAheadMin and at most
+// DispatchAhead; without it, always DispatchAhead; with a node that cannot
+// hold, never.
+func TestAheadFollowsTheBatch(t *testing.T) {
+	t.Parallel()
+	l := &loop{holdOK: true, cfg: Config{DispatchAhead: time.Second, DispatchAheadMin: 500 * time.Millisecond}}
+	for n, want := range map[int]time.Duration{0: 500 * time.Millisecond, 1500: 500 * time.Millisecond,
+		2400: 800 * time.Millisecond, 3000: time.Second, 20000: time.Second} {
+		l.lastBatch = n
+		require.Equal(t, want, l.ahead(), "after a batch of %d", n)
+	}
+	l.cfg.DispatchAheadMin = 0
+	require.Equal(t, time.Second, l.ahead())
+	l.holdOK = false
+	require.Zero(t, l.ahead())
+}
+
+// The loop wakes DispatchAheadMin before a fire when its batches are small.
+func TestSmallBatchesGoDispatchAheadMinAhead(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.ahead, h.aheadMin = time.Second, 200*time.Millisecond
+	h.sched = h.newScheduler()
+	h.addNodeWith("n1", "g", "127.0.0.1:1", startAt, "cmd")
+	h.store.putJob(job(1, everySecond))
+	h.store.putJob(job(2, everySecond))
+	h.start()
+
+	at1 := t0.Add(time.Second)
+	h.waitArmed(at1.Add(-200 * time.Millisecond))
+	h.clock.Advance(800 * time.Millisecond)
+	h.waitArmed(at1.Add(800 * time.Millisecond))
+	for _, j := range []int64{1, 2} {
+		d, ok := h.dispatchOf("n1", cluster.FireID(j, at1))
+		require.True(t, ok, "job %d's fire of t0+1s is dispatched at t0+0.8s", j)
+		require.True(t, d.StartAt.Equal(at1), "StartAt %s", d.StartAt)
+	}
+}
+
 // A job disabled after its next fire was dispatched ahead gets that fire
 // cancelled: a signed cancel request (kill key with Cancel) for it.
 func TestDisableCancelsTheFireDispatchedAhead(t *testing.T) {

@@ -43,9 +43,13 @@
 //
 // # Dispatch ahead
 //
-// With Config.DispatchAhead > 0 (the server's default, DefaultDispatchAhead, is 1s) the timer
-// wakes that long before the earliest fire and a tick takes every job due
-// within DispatchAhead of now: those fires go through the same three steps
+// With Config.DispatchAhead > 0 (the server's default, DefaultDispatchAhead,
+// is 1s) the timer wakes that long before the earliest fire and a tick
+// takes every job due within that long of now. With DispatchAheadMin (the
+// server's is half of DispatchAhead) "that long" follows the batches: the
+// previous batch's size over aheadFiresPerSecond, between the two (a large batch
+// needs the time, a small one competes less with the previous second's
+// runs when it comes later). Those fires go through the same three steps
 // early, each dispatch carrying StartAt = its scheduled time, and the node
 // holds it until then (node/agent). The whole write path is then paid
 // before the second begins. It is used only while every live node offers

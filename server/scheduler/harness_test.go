@@ -210,8 +210,9 @@ type harness struct {
 	// beat is the loop's BeatInterval: negative (off) unless a test of
 	// FAILOVER beats sets it before newScheduler.
 	beat time.Duration
-	// ahead is the loop's DispatchAhead (0: off, as in most tests).
-	ahead time.Duration
+	// ahead is the loop's DispatchAhead (0: off, as in most tests),
+	// aheadMin its DispatchAheadMin (0: always ahead).
+	ahead, aheadMin time.Duration
 
 	cancel context.CancelFunc
 	done   chan error
@@ -243,7 +244,7 @@ func (h *harness) newScheduler() *Scheduler {
 		PlaceJobs: true,
 		Jobs:      h.jobs, Runs: h.runs, Cursors: h.cursors, Dispatcher: h.disp,
 		Etcd: h.cli, Keys: h.keys, Clock: h.clock, Location: time.UTC, RelistInterval: h.relist,
-		BeatInterval: h.beat, BeatTimeout: time.Second, DispatchAhead: h.ahead,
+		BeatInterval: h.beat, BeatTimeout: time.Second, DispatchAhead: h.ahead, DispatchAheadMin: h.aheadMin,
 		Logger: slog.New(slog.NewTextHandler(testWriter{h.t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 }

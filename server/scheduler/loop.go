@@ -33,6 +33,9 @@ type loop struct {
 	defs   map[string]store.Group        // group definitions by appname (manual address lists)
 	beat   *prober                       // FAILOVER beats; nil when off
 	holdOK bool                          // every live node holds fires until StartAt: dispatch ahead
+	// lastBatch is how many fires the last tick that had any collected:
+	// it sets how far ahead the next one dispatches (ahead).
+	lastBatch int
 
 	aheadRuns map[int64][]aheadRef  // fires dispatched ahead, by job (pruned as their time passes)
 	cancels   []dispatch.CancelItem // fires dispatched ahead of removed jobs, to cancel

@@ -1,8 +1,9 @@
 package report
 
 import (
+	"cmp"
 	"math/bits"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/cronix/cronix/cluster"
@@ -12,10 +13,17 @@ import (
 // hist is a sparse histogram of millisecond values: exact below 1024 ms,
 // then 64 sub-buckets per power of two (a bucket is reported by its lower
 // bound, at most 1/64 ≈ 1.6% below the true value). Its size does not
-// depend on how many values it holds.
+// depend on how many values it holds: the buckets it has, sorted, 8 bytes
+// each (the report keeps two per job and open day).
 type hist struct {
-	n       int64
-	buckets map[int64]int64
+	n    int64
+	bins []bin
+}
+
+// bin is one bucket of a hist and its count.
+type bin struct {
+	b     uint32
+	count uint32
 }
 
 const (
@@ -45,11 +53,18 @@ func lower(b int64) int64 {
 }
 
 func (h *hist) add(v int64) {
-	if h.buckets == nil {
-		h.buckets = map[int64]int64{}
-	}
-	h.buckets[bucket(max(v, 0))]++
+	h.addN(bucket(max(v, 0)), 1)
 	h.n++
+}
+
+// addN counts n more values in bucket b.
+func (h *hist) addN(b int64, n uint32) {
+	i, found := slices.BinarySearchFunc(h.bins, uint32(b), func(x bin, b uint32) int { return cmp.Compare(x.b, b) })
+	if found {
+		h.bins[i].count += n
+		return
+	}
+	h.bins = slices.Insert(h.bins, i, bin{b: uint32(b), count: n})
 }
 
 // quantile is the nearest-rank p-quantile (0 < p <= 1): the value at rank
@@ -59,19 +74,14 @@ func (h *hist) quantile(p float64) int64 {
 		return 0
 	}
 	rank := Rank(p, h.n)
-	keys := make([]int64, 0, len(h.buckets))
-	for k := range h.buckets {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	var seen int64
-	for _, k := range keys {
-		seen += h.buckets[k]
+	for _, x := range h.bins {
+		seen += int64(x.count)
 		if seen >= rank {
-			return lower(k)
+			return lower(int64(x.b))
 		}
 	}
-	return lower(keys[len(keys)-1])
+	return lower(int64(h.bins[len(h.bins)-1].b))
 }
 
 // Rank is the 1-based nearest rank of quantile p among n values: ceil(p·n),
@@ -84,32 +94,51 @@ func Rank(p float64, n int64) int64 {
 	return max(r, 1)
 }
 
-// jobDay accumulates one job's runs of one day.
+// jobDay accumulates one job's runs of one day. The report keeps one per
+// job and open day between passes, so it is small: counts by status and
+// two histograms.
 type jobDay struct {
-	row      store.DailyReport
+	runs     [nKinds]int32 // by kind; the day's runs of one job fit
 	lateness hist
 	duration hist
 }
 
+// Kinds of runs a jobDay counts (the index in jobDay.runs).
+const (
+	kindTotal = iota
+	kindSuccess
+	kindFailed
+	kindTimeout
+	kindKilled
+	kindLost
+	kindSkipped
+	kindUnfinished
+	nKinds
+)
+
+// kindOf is the kind a run's status counts as.
+func kindOf(status string) int {
+	switch status {
+	case cluster.StatusSuccess:
+		return kindSuccess
+	case cluster.StatusFailed:
+		return kindFailed
+	case cluster.StatusTimeout:
+		return kindTimeout
+	case cluster.StatusKilled:
+		return kindKilled
+	case cluster.StatusLost:
+		return kindLost
+	case cluster.StatusSkipped:
+		return kindSkipped
+	}
+	return kindUnfinished
+}
+
 // add counts one run.
 func (a *jobDay) add(r *store.ReportRun) {
-	a.row.Total++
-	switch r.Status {
-	case cluster.StatusSuccess:
-		a.row.Success++
-	case cluster.StatusFailed:
-		a.row.Failed++
-	case cluster.StatusTimeout:
-		a.row.Timeout++
-	case cluster.StatusKilled:
-		a.row.Killed++
-	case cluster.StatusLost:
-		a.row.Lost++
-	case cluster.StatusSkipped:
-		a.row.Skipped++
-	default:
-		a.row.Unfinished++
-	}
+	a.runs[kindTotal]++
+	a.runs[kindOf(r.Status)]++
 	if r.StartedAt != nil && r.Trigger == cluster.TriggerSchedule {
 		a.lateness.add(ms(r.StartedAt.Sub(r.ScheduledAt)))
 	}
@@ -121,37 +150,32 @@ func (a *jobDay) add(r *store.ReportRun) {
 // ms is d in whole milliseconds, never negative.
 func ms(d time.Duration) int64 { return max(d.Milliseconds(), 0) }
 
-// result is the finished row.
-func (a *jobDay) result() store.DailyReport {
-	r := a.row
-	r.LatenessCount, r.LatenessP50, r.LatenessP99 = a.lateness.n, a.lateness.quantile(0.5), a.lateness.quantile(0.99)
-	r.DurationCount, r.DurationP50, r.DurationP99 = a.duration.n, a.duration.quantile(0.5), a.duration.quantile(0.99)
-	return r
+// result is the row of job (named name, in group).
+func (a *jobDay) result(job int64, name, group string) store.DailyReport {
+	n := func(kind int) int { return int(a.runs[kind]) }
+	return store.DailyReport{JobID: job, JobName: name, Group: group,
+		Total: n(kindTotal), Success: n(kindSuccess), Failed: n(kindFailed), Timeout: n(kindTimeout),
+		Killed: n(kindKilled), Lost: n(kindLost), Skipped: n(kindSkipped), Unfinished: n(kindUnfinished),
+		LatenessCount: a.lateness.n, LatenessP50: a.lateness.quantile(0.5), LatenessP99: a.lateness.quantile(0.99),
+		DurationCount: a.duration.n, DurationP50: a.duration.quantile(0.5), DurationP99: a.duration.quantile(0.99)}
 }
 
 // plus is a new aggregate of a's and b's runs (same job); a and b are not
 // changed.
 func (a *jobDay) plus(b *jobDay) *jobDay {
-	r := a.row
-	r.Total += b.row.Total
-	r.Success += b.row.Success
-	r.Failed += b.row.Failed
-	r.Timeout += b.row.Timeout
-	r.Killed += b.row.Killed
-	r.Lost += b.row.Lost
-	r.Skipped += b.row.Skipped
-	r.Unfinished += b.row.Unfinished
-	return &jobDay{row: r, lateness: a.lateness.plus(&b.lateness), duration: a.duration.plus(&b.duration)}
+	out := &jobDay{lateness: a.lateness.plus(&b.lateness), duration: a.duration.plus(&b.duration)}
+	for i := range out.runs {
+		out.runs[i] = a.runs[i] + b.runs[i]
+	}
+	return out
 }
 
 // plus is a new histogram of h's and o's values.
 func (h *hist) plus(o *hist) hist {
-	out := hist{n: h.n + o.n, buckets: make(map[int64]int64, max(len(h.buckets), len(o.buckets)))}
-	for k, v := range h.buckets {
-		out.buckets[k] = v
-	}
-	for k, v := range o.buckets {
-		out.buckets[k] += v
+	out := hist{n: h.n + o.n, bins: make([]bin, len(h.bins), len(h.bins)+len(o.bins))}
+	copy(out.bins, h.bins)
+	for _, x := range o.bins {
+		out.addN(int64(x.b), x.count)
 	}
 	return out
 }

@@ -1,7 +1,9 @@
 package report
 
 import (
+	"cmp"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 
@@ -25,12 +27,17 @@ func TestHistogramQuantiles(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, scale := range []int64{1000, 100_000, 86_400_000} {
-		var h hist
+		var h, odd, even hist
 		vals := make([]int64, 2001)
 		for i := range vals {
 			vals[i] = rng.Int64N(scale)
 			h.add(vals[i])
+			[]*hist{&even, &odd}[i%2].add(vals[i])
 		}
+		require.True(t, slices.IsSortedFunc(h.bins, func(a, b bin) int { return cmp.Compare(a.b, b.b) }))
+		before := slices.Clone(even.bins)
+		require.Equal(t, h, even.plus(&odd), "scale %d: the sum of two halves is the whole", scale)
+		require.Equal(t, before, even.bins, "plus leaves its operands as they are")
 		sort.Slice(vals, func(i, j int) bool { return vals[i] < vals[j] })
 		for _, p := range []float64{0.5, 0.99} {
 			want := vals[Rank(p, int64(len(vals)))-1]

@@ -66,7 +66,7 @@ func (t dayRuns) add(day time.Time, r *store.ReportRun) {
 func jobOf(jobs map[int64]*jobDay, job int64) *jobDay {
 	a := jobs[job]
 	if a == nil {
-		a = &jobDay{row: store.DailyReport{JobID: job}}
+		a = &jobDay{}
 		jobs[job] = a
 	}
 	return a

@@ -357,13 +357,11 @@ func (s *Service) writeDay(ctx context.Context, day time.Time, jobs map[int64]*j
 	}
 	rows := make([]store.DailyReport, 0, len(order))
 	for _, id := range order {
-		a := jobs[id]
-		if l, ok := labels[id]; ok {
-			a.row.JobName, a.row.Group = l.Name, l.Group
-		} else {
-			a.row.JobName = fmt.Sprintf("(deleted job %d)", id)
+		l, ok := labels[id]
+		if !ok {
+			l.Name = fmt.Sprintf("(deleted job %d)", id)
 		}
-		rows = append(rows, a.result())
+		rows = append(rows, jobs[id].result(id, l.Name, l.Group))
 	}
 	day0 := day.Format(store.DayLayout)
 	if err := s.cfg.Store.ReplaceDailyReports(ctx, day0, rows, final); err != nil {

@@ -17,10 +17,10 @@
 // it ended Settle ago: it is then read in full once more, its rows never
 // change and the cursor moves past it. Days are computed at most
 // MaxDaysPerPass per pass, so a first start over years of runs catches up
-// over several passes. Counts are exact (an open day's, see live.go, but
-// for a run that commits a pass after a higher id); percentiles are exact below 1024 ms and within 1.6%
-// above (a fixed-size histogram per job, so a day with millions of runs
-// needs no more memory than its jobs).
+// over several passes. Counts are exact (an open day's but for a run that
+// commits a pass after a higher id, see live.go); percentiles are exact
+// below 1024 ms and within 1.6% above (a fixed-size histogram per job, so
+// a day with millions of runs needs no more memory than its jobs).
 //
 // # Retention
 //

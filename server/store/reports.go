@@ -90,7 +90,7 @@ type RunKey struct {
 func (s *Store) ReportRunsPage(ctx context.Context, after RunKey, to time.Time, limit int) ([]ReportRun, error) {
 	var out []ReportRun
 	q := s.db.NewSelect().TableExpr("runs AS r").
-		Column("r.id", "r.job_id", "r.trigger", "r.status", "r.scheduled_at", "r.started_at", "r.finished_at")
+		Column(reportRunColumns...)
 	err := keysetAfter(q, after).Where("r.scheduled_at < ?", utc(to)).
 		OrderExpr("r.scheduled_at ASC, r.id ASC").Limit(int64(limit)).Scan(ctx, &out)
 	if err != nil {
@@ -98,6 +98,9 @@ func (s *Store) ReportRunsPage(ctx context.Context, after RunKey, to time.Time, 
 	}
 	return out, nil
 }
+
+// reportRunColumns are the columns a ReportRun reads (never the output).
+var reportRunColumns = []string{"r.id", "r.job_id", "r.trigger", "r.status", "r.scheduled_at", "r.started_at", "r.finished_at"}
 
 // MaxRunID returns the highest run id (0 when there are no runs).
 func (s *Store) MaxRunID(ctx context.Context) (int64, error) {
@@ -115,7 +118,7 @@ func (s *Store) MaxRunID(ctx context.Context) (int64, error) {
 func (s *Store) ReportRunsAfterID(ctx context.Context, after int64, limit int) ([]ReportRun, error) {
 	var out []ReportRun
 	err := s.db.NewSelect().TableExpr("runs AS r").
-		Column("r.id", "r.job_id", "r.trigger", "r.status", "r.scheduled_at", "r.started_at", "r.finished_at").
+		Column(reportRunColumns...).
 		Where("r.id > ?", after).OrderExpr("r.id ASC").Limit(int64(limit)).Scan(ctx, &out)
 	if err != nil {
 		return nil, wrap(err, "read runs for the report after id %d", after)
@@ -130,7 +133,7 @@ func (s *Store) ReportRunsByID(ctx context.Context, ids []int64) ([]ReportRun, e
 	for lo := 0; lo < len(ids); lo += reportInsertBatch {
 		var page []ReportRun
 		err := s.db.NewSelect().TableExpr("runs AS r").
-			Column("r.id", "r.job_id", "r.trigger", "r.status", "r.scheduled_at", "r.started_at", "r.finished_at").
+			Column(reportRunColumns...).
 			Where("r.id IN (?)", bun.List(ids[lo:min(lo+reportInsertBatch, len(ids))])).Scan(ctx, &page)
 		if err != nil {
 			return nil, wrap(err, "read %d runs for the report by id", len(ids))

@@ -258,7 +258,7 @@ func shellWorkload(ctx context.Context, cfg config, rate, seconds int, rssPeriod
 		return everySecond(fmt.Sprintf("shell-%05d", i), "shell", map[string]any{"script": shellScript(execLog)})
 	})
 	if err != nil {
-		return row{}, row{}, nil, err
+		return row{}, row{}, nil, fmt.Errorf("%w\nstandalone's log:\n%s", err, tail(s.p.Output()))
 	}
 	start, end := window(cfg, seconds)
 	smp := startSampler(ctx, s.p.Cmd.Process.Pid, rssPeriod)

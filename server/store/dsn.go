@@ -35,15 +35,16 @@ var sqlitePragmas = []struct{ name, value string }{
 	{"temp_store", "temp_store(MEMORY)"},
 }
 
-// openDB turns a Cronix DSN into a bun.DB and names its dialect. It pings
+// openDB turns a Cronix DSN into a bun.DB and names its dialect; a SQLite
+// database comes with the write gate its connections share (nil otherwise). It pings
 // the server first: bun's MySQL dialect queries the server version while
 // being built, without a context.
-func openDB(ctx context.Context, dsn string) (*bun.DB, string, error) {
+func openDB(ctx context.Context, dsn string) (*bun.DB, string, *writeGate, error) {
 	switch {
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		connector, err := newPGConnector(dsn)
 		if err != nil {
-			return nil, "", err
+			return nil, "", nil, err
 		}
 		sqldb := sql.OpenDB(connector)
 		sqldb.SetMaxOpenConns(32)
@@ -51,14 +52,14 @@ func openDB(ctx context.Context, dsn string) (*bun.DB, string, error) {
 		sqldb.SetConnMaxIdleTime(5 * time.Minute)
 		if err := sqldb.PingContext(ctx); err != nil {
 			_ = sqldb.Close()
-			return nil, "", fmt.Errorf("store: connect to postgres: %w", err)
+			return nil, "", nil, fmt.Errorf("store: connect to postgres: %w", err)
 		}
-		return bun.NewDB(sqldb, pgdialect.New()), schema.Postgres, nil
+		return bun.NewDB(sqldb, pgdialect.New()), schema.Postgres, nil, nil
 
 	case strings.HasPrefix(dsn, "mysql://"):
 		cfg, err := mysql.ParseDSN(strings.TrimPrefix(dsn, "mysql://"))
 		if err != nil {
-			return nil, "", fmt.Errorf("store: parse mysql dsn: %w", err)
+			return nil, "", nil, fmt.Errorf("store: parse mysql dsn: %w", err)
 		}
 		// Times are written as UTC wall clock into DATETIME and must come
 		// back as UTC time.Time.
@@ -75,7 +76,7 @@ func openDB(ctx context.Context, dsn string) (*bun.DB, string, error) {
 		}
 		connector, err := mysql.NewConnector(cfg)
 		if err != nil {
-			return nil, "", fmt.Errorf("store: mysql connector: %w", err)
+			return nil, "", nil, fmt.Errorf("store: mysql connector: %w", err)
 		}
 		sqldb := sql.OpenDB(connector)
 		sqldb.SetMaxOpenConns(32)
@@ -83,19 +84,25 @@ func openDB(ctx context.Context, dsn string) (*bun.DB, string, error) {
 		sqldb.SetConnMaxLifetime(time.Hour)
 		if err := sqldb.PingContext(ctx); err != nil {
 			_ = sqldb.Close()
-			return nil, "", fmt.Errorf("store: connect to mysql: %w", err)
+			return nil, "", nil, fmt.Errorf("store: connect to mysql: %w", err)
 		}
-		return bun.NewDB(sqldb, mysqldialect.New(mysqldialect.WithTimeLocation("UTC"))), schema.MySQL, nil
+		return bun.NewDB(sqldb, mysqldialect.New(mysqldialect.WithTimeLocation("UTC"))), schema.MySQL, nil, nil
 
 	default:
 		path, memory, err := sqliteDSN(dsn)
 		if err != nil {
-			return nil, "", err
+			return nil, "", nil, err
 		}
-		sqldb, err := sql.Open("sqlite", path)
+		probe, err := sql.Open("sqlite", path)
 		if err != nil {
-			return nil, "", fmt.Errorf("store: open sqlite: %w", err)
+			return nil, "", nil, fmt.Errorf("store: open sqlite: %w", err)
 		}
+		drv := probe.Driver()
+		_ = probe.Close() // it opened no connection: only its driver is used
+		// Writers of this process queue for SQLite's one write lock in
+		// order (sqlitegate.go) instead of polling for it.
+		gate := newWriteGate()
+		sqldb := sql.OpenDB(&gatedConnector{drv: drv, dsn: path, gate: gate})
 		if memory {
 			// Every connection to ":memory:" is its own database: keep one.
 			sqldb.SetMaxOpenConns(1)
@@ -103,12 +110,13 @@ func openDB(ctx context.Context, dsn string) (*bun.DB, string, error) {
 			sqldb.SetConnMaxIdleTime(0)
 			sqldb.SetConnMaxLifetime(0)
 		} else {
-			// Writers serialize on SQLite's lock (BEGIN IMMEDIATE plus
-			// busy_timeout); WAL lets readers run beside them.
+			// Writers queue on the gate, then take SQLite's lock (BEGIN
+			// IMMEDIATE; busy_timeout against other processes); WAL lets
+			// readers run beside them.
 			sqldb.SetMaxOpenConns(8)
 			sqldb.SetMaxIdleConns(8)
 		}
-		return bun.NewDB(sqldb, sqlitedialect.New()), schema.SQLite, nil
+		return bun.NewDB(sqldb, sqlitedialect.New()), schema.SQLite, gate, nil
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 type Store struct {
 	db        *bun.DB
 	dialect   string
+	gate      *writeGate // SQLite: the writers' queue (sqlitegate.go)
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -31,7 +32,7 @@ type Store struct {
 //	postgres://user@host:5432/db?sslmode=disable
 //	mysql://user:pass@tcp(host:3306)/db?parseTime=true   (go-sql-driver DSN after "mysql://")
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
-	db, dialect, err := openDB(ctx, dsn)
+	db, dialect, gate, err := openDB(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +43,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if o.observe != nil {
 		db = db.WithQueryHook(queryHook(o)) // a clone sharing the connection pool
 	}
-	s := &Store{db: db, dialect: dialect}
+	s := &Store{db: db, dialect: dialect, gate: gate}
 	if err := s.migrateRetryingBusy(ctx); err != nil {
 		_ = db.Close()
 		return nil, err

@@ -12,9 +12,15 @@
 //
 // A SQLite DSN may carry modernc.org/sqlite parameters after "?"; the store
 // adds _pragma=busy_timeout(5000), _pragma=journal_mode(WAL),
-// _pragma=foreign_keys(1) unless the DSN sets them, and _txlock=immediate
-// so that writing transactions queue on SQLite's lock instead of failing
-// with SQLITE_BUSY. A PostgreSQL DSN is pgdriver's: unknown query
+// _pragma=foreign_keys(1), _pragma=temp_store(MEMORY) unless the DSN sets
+// them, and _txlock=immediate so that a writing transaction takes SQLite's
+// lock before it reads. The writers of one process queue for that lock in
+// arrival order on the store's write gate (sqlitegate.go): a write
+// transaction holds it from BEGIN to its end, a write outside one for its
+// statement; reads never wait for it. SQLite's own busy handler polls and
+// is not fair, and under a steady stream of writers one of them lost every
+// poll for busy_timeout and failed with SQLITE_BUSY. busy_timeout still
+// applies between processes sharing a file. A PostgreSQL DSN is pgdriver's: unknown query
 // parameters (search_path, application_name, ...) are sent as session
 // parameters. A MySQL DSN is go-sql-driver's after "mysql://"; parseTime
 // and loc=UTC are forced, and unless the DSN sets sql_mode the session

@@ -1,6 +1,7 @@
 package benchreport
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -27,14 +28,30 @@ func StartReceiver(h http.Handler) (*Receiver, error) {
 	if h == nil {
 		h = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	}
-	r := &Receiver{ln: ln, done: make(chan struct{}), srv: &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: h}}
+	r := &Receiver{ln: ln, done: make(chan struct{}), srv: &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: h,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}}
 	go func() {
 		defer close(r.done)
-		if err := r.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := r.srv.Serve(listenArrivals(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			fmt.Fprintln(os.Stderr, "receiver:", err)
 		}
 	}()
 	return r, nil
+}
+
+// connKey is the request context key of its connection.
+type connKey struct{}
+
+// Arrival is when req reached the receiver's socket: the kernel's receive
+// timestamp of the last bytes read for it before the handler was called
+// (Linux), which leaves out the receiver's own wait for a CPU to read and
+// parse it. ok is false where there is none (then use the handler's clock).
+func Arrival(req *http.Request) (at time.Time, ok bool) {
+	c, _ := req.Context().Value(connKey{}).(*arrivalConn)
+	if c == nil {
+		return time.Time{}, false
+	}
+	return c.arrived()
 }
 
 // URL is the address of path (starting with "/") on the receiver.

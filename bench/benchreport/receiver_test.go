@@ -2,7 +2,9 @@ package benchreport
 
 import (
 	"net/http"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -28,4 +30,42 @@ func TestReceiverAnswersNoContent(t *testing.T) {
 		_ = resp.Body.Close()
 	}
 	require.Error(t, err, "closed")
+}
+
+// TestArrivalIsTheSocketsReceiveTime: on Linux a request's Arrival is the
+// kernel's receive timestamp of its bytes: after it was sent, not after the
+// handler ran.
+func TestArrivalIsTheSocketsReceiveTime(t *testing.T) {
+	type seen struct {
+		arrival, handler time.Time
+		ok               bool
+	}
+	got := make(chan seen, 2)
+	rec, err := StartReceiver(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		a, ok := Arrival(req)
+		got <- seen{a, time.Now(), ok}
+	}))
+	require.NoError(t, err)
+	defer rec.Close()
+	// The kernel turns its receive timestamps on a moment after the first
+	// socket asks (a deferred global switch): the first request may have
+	// none, the second on the same connection must.
+	var s seen
+	var sent time.Time
+	for range 2 {
+		sent = time.Now()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, rec.URL("/j/1"), nil)
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		s = <-got
+	}
+	if runtime.GOOS != "linux" {
+		require.False(t, s.ok)
+		return
+	}
+	require.True(t, s.ok, "a receive timestamp")
+	require.False(t, s.arrival.Before(sent), "arrival %s before the request was sent %s", s.arrival, sent)
+	require.False(t, s.arrival.After(s.handler), "arrival %s after the handler ran %s", s.arrival, s.handler)
 }

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -18,13 +23,14 @@ const floorClientEnv = "CRONIX_BENCH_HTTP_FLOOR_CLIENT"
 
 // httpFloor is the http workload without a scheduler: a child process of
 // the bench (this binary again, as the http plugin is a process of its
-// own) calls the bench's receiver rate times at each second, as the http
-// plugin does for fires handed over ahead of their time: one goroutine per
-// request, handed over 100 ms early and waiting on a timer for its second,
-// then a GET on a keep-alive client with the plugin's pool sizes, naming
-// the fire in X-Cronix-Fire-Id. Lateness is measured by the same receiver,
-// so the Cronix/floor ratio says how close Cronix gets to this machine's
-// own lateness for that many simultaneous requests.
+// own) sends the requests of each second to the bench's receiver the way
+// the http plugin's burst path does, and nothing else: a keep-alive
+// connection per request dialled ahead, each request serialised ahead
+// (Request.Write, the same headers, naming the fire in X-Cronix-Fire-Id)
+// with a goroutine waiting for its response, and at the second one loop
+// writing them all. Lateness is measured by the same receiver, so the
+// Cronix/floor ratio says how close Cronix gets to this machine's own
+// lateness for that many simultaneous requests.
 func httpFloor(ctx context.Context, cfg config, rate, seconds int) (row, error) {
 	rec, err := startReceiver()
 	if err != nil {
@@ -51,13 +57,16 @@ func httpFloor(ctx context.Context, cfg config, rate, seconds int) (row, error) 
 	if st := cmd.ProcessState; st != nil {
 		cpu = st.UserTime() + st.SystemTime()
 	}
+	samples := rec.snapshot(ids)
 	r := row{Workload: "http floor (a client process, no scheduler)", Rate: fmt.Sprintf("%d/s", rate), Seconds: seconds,
-		tally: tallySamples(rec.snapshot(ids), ids, start, end, cfg.bucket)}
+		tally: tallySamples(samples, ids, start, end, cfg.bucket)}
 	fired := rate * int(end.Sub(first)/time.Second)
-	r.Notes = append(r.Notes, "a child process starts one goroutine per request 100 ms before its second, each waits on a timer "+
-		"for the second, then a GET on a keep-alive client with the http plugin's pool sizes, to the same receiver",
+	r.Notes = append(r.Notes, "a child process sends each second's requests as the http plugin's burst path does: a keep-alive "+
+		"connection per request dialled ahead, the requests serialised 100 ms ahead, one loop writing them all at the second, "+
+		"to the same receiver",
 		fmt.Sprintf("client CPU per 1,000 fires: %.2f s", cpuPer1000(cpu.Seconds(), fired)))
-	fmt.Printf("http floor %d/s: p50 %s p99 %s max %s missed %d\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed)
+	r.Socket = socketTally(samples, ids, start, end, cfg.bucket)
+	fmt.Printf("http floor %d/s: p50 %s p99 %s max %s missed %d; at the socket %s\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.socketCell())
 	return r, nil
 }
 
@@ -78,36 +87,63 @@ func floorClient(spec string) error {
 		nums[i] = n
 	}
 	rate, first, end := int(nums[0]), time.UnixMilli(nums[1]), time.UnixMilli(nums[2])
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-		MaxIdleConns: 8192, MaxIdleConnsPerHost: 4096, IdleConnTimeout: 30 * time.Second,
-	}}
+	u, err := url.Parse(base)
+	if err != nil {
+		return fmt.Errorf("%s: %w", floorClientEnv, err)
+	}
+	conns := make([]net.Conn, rate)
+	readers := make([]*bufio.Reader, rate)
+	for i := range conns {
+		if conns[i], err = net.Dial("tcp", u.Host); err != nil {
+			return fmt.Errorf("http floor: dial: %w", err)
+		}
+		defer conns[i].Close()
+		readers[i] = bufio.NewReader(conns[i])
+	}
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
 		failed int
 	)
+	fail := func() {
+		mu.Lock()
+		failed++
+		mu.Unlock()
+	}
+	wires := make([][]byte, rate)
 	for at := first; at.Before(end); at = at.Add(time.Second) {
 		time.Sleep(time.Until(at.Add(-100 * time.Millisecond))) // the floor's own pacing, as a scheduler's timer
+		wg.Wait()                                               // the previous second's responses
 		fire := strconv.FormatInt(at.UnixMilli(), 10)
 		for i := range rate {
+			req, err := http.NewRequest(http.MethodGet, base+"/j/"+strconv.Itoa(i), nil)
+			if err != nil {
+				return err
+			}
+			req.Header.Set(fireIDHeader, strconv.Itoa(i)+"-"+fire)
+			var buf bytes.Buffer
+			if err := req.Write(&buf); err != nil {
+				return err
+			}
+			wires[i] = buf.Bytes()
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				<-time.NewTimer(time.Until(at)).C
-				req, err := http.NewRequest(http.MethodGet, base+"/j/"+strconv.Itoa(i), nil)
+				resp, err := http.ReadResponse(readers[i], req)
 				if err == nil {
-					req.Header.Set(fireIDHeader, strconv.Itoa(i)+"-"+fire)
-					var resp *http.Response
-					if resp, err = client.Do(req); err == nil {
-						_ = resp.Body.Close()
-					}
+					_, err = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
 				}
 				if err != nil {
-					mu.Lock()
-					failed++
-					mu.Unlock()
+					fail()
 				}
 			}()
+		}
+		time.Sleep(time.Until(at))
+		for i, c := range conns {
+			if _, err := c.Write(wires[i]); err != nil {
+				_ = c.Close() // its reader fails and counts it
+			}
 		}
 	}
 	wg.Wait()

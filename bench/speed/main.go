@@ -175,8 +175,11 @@ func runAll(ctx context.Context, cfg config) error {
 						return fmt.Errorf("http floor %d/s: %w", rate, err)
 					}
 					rows = append(rows, fl)
-					ratios = append(ratios, fmt.Sprintf("http %d/s ÷ http floor: p50 %s, p99 %s (the floor is this machine's own lateness for that many simultaneous requests)",
-						rate, ratio(r.P50, fl.P50), ratio(r.P99, fl.P99)))
+					x := fmt.Sprintf("http %d/s ÷ http floor: p50 %s, p99 %s", rate, ratio(r.P50, fl.P50), ratio(r.P99, fl.P99))
+					if r.Socket != nil && fl.Socket != nil {
+						x += fmt.Sprintf("; at the socket p50 %s, p99 %s", ratio(r.Socket.P50, fl.Socket.P50), ratio(r.Socket.P99, fl.Socket.P99))
+					}
+					ratios = append(ratios, x+" (the floor is this machine's own lateness for that many simultaneous requests)")
 				}
 			}
 		case "shell":
@@ -243,7 +246,10 @@ func renderSpeed(cfg config, rows []row, ratios []string) string {
 	b.WriteString("One `cronix standalone` per row (embedded etcd, SQLite, single-voter raft, one node, `--http-allow-loopback`), " +
 		"jobs on `*/1 * * * * *` created through the API, measured over whole seconds after a " + cfg.warmup.String() + " warm-up. " +
 		"Lateness: **http** = request arrival at the bench's receiver − scheduled second (the fire is the one the request names in " +
-		"its `X-Cronix-Fire-Id` header); **shell** = the command's own " +
+		"its `X-Cronix-Fire-Id` header), arrival being when the receiver's handler starts; **at the socket** (http rows) = " +
+		"when the request's bytes reached the receiver's socket (the kernel's receive timestamp, `SO_TIMESTAMPNS`) − scheduled " +
+		"second, which leaves out the receiver's own wait for a CPU to read and parse the requests (it shares this machine's cores " +
+		"with Cronix); **shell** = the command's own " +
 		"`date +%s%N` − scheduled second (from `$CRONIX_FIRE_ID`). Missed = fires of the window with no execution; duplicated = " +
 		"extra executions of one fire. CPU = utime+stime of the standalone, its plugin processes and their reaped children over " +
 		"the window, in % of one core (this machine has " + strconv.Itoa(runtime.NumCPU()) + "). RSS = peak of the process tree's " +
@@ -251,15 +257,15 @@ func renderSpeed(cfg config, rows []row, ratios []string) string {
 	b.WriteString("A **spread** row adds `cronix node` processes to the standalone's own node in group `default` " +
 		"(joining its embedded etcd as the README shows), the jobs routed by the named strategy; its CPU and tree RSS include " +
 		"those processes, and its notes give each node's share of the window's runs.\n\n")
-	b.WriteString("| workload | rate | window | lateness p50 / p99 / max | missed | duplicated | CPU (of " + strconv.Itoa(100*runtime.NumCPU()) + "%) | peak RSS tree / standalone |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| workload | rate | window | lateness p50 / p99 / max | at the socket p50 / p99 / max | missed | duplicated | CPU (of " + strconv.Itoa(100*runtime.NumCPU()) + "%) | peak RSS tree / standalone |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		cpu, rss := fmt.Sprintf("%.0f%%", r.CPU), mib(r.PeakRSS)+" / "+mib(r.PeakRootRSS)
 		if r.PeakRSS == 0 {
 			cpu, rss = "–", "–"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d s | %s / %s / %s | %d of %d | %d | %s | %s |\n", r.Workload, r.Rate, r.Seconds,
-			ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.Expected, r.Duplicated, cpu, rss)
+		fmt.Fprintf(&b, "| %s | %s | %d s | %s / %s / %s | %s | %d of %d | %d | %s | %s |\n", r.Workload, r.Rate, r.Seconds,
+			ms(r.P50), ms(r.P99), ms(r.Max), r.socketCell(), r.Missed, r.Expected, r.Duplicated, cpu, rss)
 	}
 	b.WriteString("\n")
 	for _, r := range rows {

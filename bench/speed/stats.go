@@ -39,6 +39,23 @@ type sample struct {
 	Job       int64
 	Scheduled time.Time
 	At        time.Time
+	// Socket (http) is when the request reached the receiver's socket (the
+	// kernel's receive timestamp); zero where there is none.
+	Socket time.Time
+}
+
+// atSocket is samples with At moved to Socket where there is one: the
+// lateness of the requests at the receiver's socket, before the receiver's
+// own wait for a CPU to read and parse them.
+func atSocket(samples []sample) []sample {
+	out := make([]sample, len(samples))
+	for i, s := range samples {
+		if !s.Socket.IsZero() {
+			s.At = s.Socket
+		}
+		out[i] = s
+	}
+	return out
 }
 
 // Lateness is how long after its scheduled instant the execution started.
@@ -191,7 +208,7 @@ func matchArrivals(arrivals []sample, runs []run, slack time.Duration) (out []sa
 			unmatched++
 			continue
 		}
-		out = append(out, sample{Job: a.Job, Scheduled: rs[i].Scheduled, At: a.At})
+		out = append(out, sample{Job: a.Job, Scheduled: rs[i].Scheduled, At: a.At, Socket: a.Socket})
 	}
 	return out, unmatched
 }

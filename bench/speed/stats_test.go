@@ -230,3 +230,24 @@ func TestDescribeShares(t *testing.T) {
 	require.Equal(t, "runs per node: none recorded", describeShares(nil, 0))
 	require.Contains(t, describeShares(map[string]int{"a": 50, "b": 50}, 100), "+0.0%")
 }
+
+// TestSocketTally: the lateness at the socket uses each sample's receive
+// timestamp, and the handler's time where a sample has none; without any
+// timestamp there is no tally.
+func TestSocketTally(t *testing.T) {
+	s0 := time.Unix(1700000000, 0)
+	ss := []sample{
+		{Job: 1, Scheduled: s0, At: s0.Add(30 * time.Millisecond), Socket: s0.Add(10 * time.Millisecond)},
+		{Job: 2, Scheduled: s0, At: s0.Add(40 * time.Millisecond)},
+	}
+	require.Nil(t, socketTally(ss[1:], []int64{2}, s0, s0.Add(time.Second), 30*time.Second))
+	sock := socketTally(ss, []int64{1, 2}, s0, s0.Add(time.Second), 30*time.Second)
+	require.NotNil(t, sock)
+	require.Equal(t, 40*time.Millisecond, sock.Max)
+	require.Equal(t, 0, sock.Missed)
+	all := tallySamples(ss, []int64{1, 2}, s0, s0.Add(time.Second), 30*time.Second)
+	require.Equal(t, 40*time.Millisecond, all.Max)
+	lo := socketTally(ss[:1], []int64{1}, s0, s0.Add(time.Second), 30*time.Second)
+	require.Equal(t, 10*time.Millisecond, lo.Max, "the socket's time, not the handler's")
+	require.Equal(t, s0.Add(30*time.Millisecond), ss[0].At, "the samples are not changed")
+}

@@ -25,8 +25,18 @@ type row struct {
 	Workload, Rate string
 	Seconds        int
 	tally
+	// Socket (http) is the lateness at the receiver's socket.
+	Socket *tally
 	resources
 	Notes []string
+}
+
+// socketCell is the row's lateness at the socket, p50 / p99 / max.
+func (r row) socketCell() string {
+	if r.Socket == nil {
+		return "–"
+	}
+	return ms(r.Socket.P50) + " / " + ms(r.Socket.P99) + " / " + ms(r.Socket.Max)
 }
 
 // receiver is the http workload's target: it records the arrival time of
@@ -50,6 +60,9 @@ func startReceiver() (*receiver, error) {
 		if rest, ok := strings.CutPrefix(req.URL.Path, "/j/"); ok {
 			if i, err := strconv.ParseInt(rest, 10, 64); err == nil {
 				a := sample{Job: i, At: at}
+				if sock, ok := benchreport.Arrival(req); ok && !sock.After(at) && at.Sub(sock) < time.Second {
+					a.Socket = sock
+				}
 				if _, sched, err := parseFireID(req.Header.Get(fireIDHeader)); err == nil {
 					a.Scheduled = sched
 				}
@@ -95,6 +108,16 @@ func (r *receiver) first() time.Time {
 	return f
 }
 
+// socketTally is the tally of the http samples at the receiver's socket;
+// nil when the kernel gave no receive timestamps.
+func socketTally(samples []sample, ids []int64, start, end time.Time, bucket time.Duration) *tally {
+	if !slices.ContainsFunc(samples, func(s sample) bool { return !s.Socket.IsZero() }) {
+		return nil
+	}
+	t := tallySamples(atSocket(samples), ids, start, end, bucket)
+	return &t
+}
+
 // fireIDHeader is the header in which the http handler names the fire.
 const fireIDHeader = "X-Cronix-Fire-Id"
 
@@ -106,7 +129,7 @@ func (r *receiver) snapshot(ids []int64) []sample {
 	out := make([]sample, 0, len(r.arrivals))
 	for _, a := range r.arrivals {
 		if a.Job >= 0 && int(a.Job) < len(ids) {
-			out = append(out, sample{Job: ids[a.Job], Scheduled: a.Scheduled, At: a.At})
+			out = append(out, sample{Job: ids[a.Job], Scheduled: a.Scheduled, At: a.At, Socket: a.Socket})
 		}
 	}
 	return out
@@ -227,7 +250,8 @@ func measureHTTP(ctx context.Context, cfg config, s *standalone, rec *receiver, 
 	if unmatched > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d arrivals matched no started run", unmatched))
 	}
-	fmt.Printf("  p50 %s p99 %s max %s missed %d dup %d cpu %.0f%% rss %s\n", ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.Duplicated, r.CPU, mib(r.PeakRSS))
+	r.Socket = socketTally(samples, ids, start, end, cfg.bucket)
+	fmt.Printf("  p50 %s p99 %s max %s missed %d dup %d cpu %.0f%% rss %s; at the socket %s\n", ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.Duplicated, r.CPU, mib(r.PeakRSS), r.socketCell())
 	return r, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,9 +29,10 @@ const floorClientEnv = "CRONIX_BENCH_HTTP_FLOOR_CLIENT"
 // connection per request dialled ahead, each request serialised ahead
 // (Request.Write, the same headers, naming the fire in X-Cronix-Fire-Id)
 // with a goroutine waiting for its response, and at the second one loop
-// writing them all. Lateness is measured by the same receiver, so the
-// Cronix/floor ratio says how close Cronix gets to this machine's own
-// lateness for that many simultaneous requests.
+// per CPU writing its contiguous part (at least 64 requests a loop).
+// Lateness is measured by the same receiver, so the Cronix/floor ratio
+// says how close Cronix gets to this machine's own lateness for that many
+// simultaneous requests.
 func httpFloor(ctx context.Context, cfg config, rate, seconds int) (row, error) {
 	rec, err := startReceiver()
 	if err != nil {
@@ -62,7 +64,7 @@ func httpFloor(ctx context.Context, cfg config, rate, seconds int) (row, error) 
 		tally: tallySamples(samples, ids, start, end, cfg.bucket)}
 	fired := rate * int(end.Sub(first)/time.Second)
 	r.Notes = append(r.Notes, "a child process sends each second's requests as the http plugin's burst path does: a keep-alive "+
-		"connection per request dialled ahead, the requests serialised 100 ms ahead, one loop writing them all at the second, "+
+		"connection per request dialled ahead, the requests serialised 100 ms ahead, at the second one loop per CPU writing its part, "+
 		"to the same receiver",
 		fmt.Sprintf("client CPU per 1,000 fires: %.2f s", cpuPer1000(cpu.Seconds(), fired)))
 	r.Socket = socketTally(samples, ids, start, end, cfg.bucket)
@@ -140,11 +142,20 @@ func floorClient(spec string) error {
 			}()
 		}
 		time.Sleep(time.Until(at))
-		for i, c := range conns {
-			if _, err := c.Write(wires[i]); err != nil {
-				_ = c.Close() // its reader fails and counts it
-			}
+		// As the plugin: one loop per CPU, each writing a contiguous part.
+		w := max(1, min(runtime.GOMAXPROCS(0), rate/64))
+		per := (rate + w - 1) / w
+		var writers sync.WaitGroup
+		for start := 0; start < rate; start += per {
+			writers.Go(func() {
+				for i := start; i < min(start+per, rate); i++ {
+					if _, err := conns[i].Write(wires[i]); err != nil {
+						_ = conns[i].Close() // its reader fails and counts it
+					}
+				}
+			})
 		}
+		writers.Wait()
 	}
 	wg.Wait()
 	if failed > 0 {

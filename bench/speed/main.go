@@ -224,6 +224,15 @@ func runAll(ctx context.Context, cfg config) error {
 	return nil
 }
 
+// msList writes durations in ms, joined by " · ".
+func msList(ds []time.Duration) string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = strings.TrimSuffix(ms(d), " ms")
+	}
+	return strings.Join(out, " · ")
+}
+
 func ratio(a, b time.Duration) string {
 	if b <= 0 {
 		return "n/a"
@@ -269,11 +278,11 @@ func renderSpeed(cfg config, rows []row, ratios []string) string {
 	}
 	b.WriteString("\n")
 	for _, r := range rows {
-		drift := make([]string, len(r.Drift))
-		for i, d := range r.Drift {
-			drift[i] = strings.TrimSuffix(ms(d), " ms")
-		}
+		drift := []string{msList(r.Drift)}
 		fmt.Fprintf(&b, "- **%s %s**: drift (p99 per %s bucket, ms): %s", r.Workload, r.Rate, cfg.bucket, strings.Join(drift, " · "))
+		if r.Socket != nil {
+			fmt.Fprintf(&b, "; at the socket: %s", msList(r.Socket.Drift))
+		}
 		for _, n := range r.Notes {
 			fmt.Fprintf(&b, "; %s", n)
 		}

@@ -335,3 +335,42 @@ func TestBurstReportsNothingBeforeStartAt(t *testing.T) {
 	require.Equal(t, pluginapi.StatusFailed, res.Status)
 	require.False(t, time.Now().Before(at), "reported before StartAt")
 }
+
+// TestLargeBurstIsWrittenInParallelParts: a burst large enough to be split
+// among parallel writers still sends every request once, none before its
+// StartAt, and each run gets its own response.
+func TestLargeBurstIsWrittenInParallelParts(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, 1, burstWriters(burstMinPerWriter*2-1, 1), "one CPU: one writer")
+	require.Equal(t, 1, burstWriters(burstMinPerWriter*2-1, 2), "too few for two")
+	require.Equal(t, 2, burstWriters(burstMinPerWriter*2, 2))
+	require.Equal(t, 4, burstWriters(10_000, 4))
+	const n = burstMinPerWriter*3 + 7 // three parts on 3+ CPUs, two on 2: parts of unequal length
+	rc := newReceiver(t, func(w nethttp.ResponseWriter, r *nethttp.Request) { _, _ = io.WriteString(w, r.URL.Path) })
+	h := newLoopbackHandler(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	at := time.Now().Add(time.Second)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			path := fmt.Sprintf("/p%d", i)
+			res, out, err := runAt(ctx, t, h, map[string]any{"url": rc.URL + path}, at)
+			if err == nil && (res.Status != pluginapi.StatusSuccess || !strings.Contains(out, path)) {
+				err = fmt.Errorf("run %d: %+v\n%s", i, res, out)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	for i := range n {
+		arr := rc.arrivals(fmt.Sprintf("/p%d", i))
+		require.Len(t, arr, 1, "request %d", i)
+		require.False(t, arr[0].Before(at), "request %d arrived %s before its StartAt", i, at.Sub(arr[0]))
+	}
+}

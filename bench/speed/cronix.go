@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -92,6 +93,47 @@ func tail(s string) string {
 		return "…" + s[len(s)-4000:]
 	}
 	return s
+}
+
+// gcGoal is the standalone's go_memstats_next_gc_bytes from /metrics: the
+// heap size at which its next collection starts, which with the default
+// GOGC is twice the heap found live by the last one. Unlike RSS it follows
+// live memory only: not the garbage between collections, nor the pages the
+// runtime has not yet given back, nor memory outside the Go heap.
+func (s *standalone) gcGoal(ctx context.Context) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.api.Base+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.api.Token)
+	resp, err := s.api.HTTP.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("GET /metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("GET /metrics: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET /metrics: status %d", resp.StatusCode)
+	}
+	return metricValue(string(body), "go_memstats_next_gc_bytes")
+}
+
+// metricValue is the value of the unlabelled sample name in a Prometheus
+// text exposition.
+func metricValue(text, name string) (int64, error) {
+	for line := range strings.Lines(text) {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", name, err)
+			}
+			return int64(f), nil
+		}
+	}
+	return 0, fmt.Errorf("%s not in the exposition", name)
 }
 
 // stop interrupts the standalone (SIGINT) and waits for it.
@@ -192,6 +234,9 @@ func readRuns(ctx context.Context, dataDir string, jobs []int64, perJob int) ([]
 type usageSample struct {
 	At time.Time
 	treeUsage
+	// GCGoal is the standalone's heap goal at the sample (see
+	// standalone.gcGoal); 0 when not probed.
+	GCGoal int64
 }
 
 // sampler reads the process tree of pid every period until stopped.
@@ -202,7 +247,8 @@ type sampler struct {
 	done    chan struct{}
 }
 
-func startSampler(ctx context.Context, pid int, period time.Duration) *sampler {
+// probe, when not nil, is read with each sample into its GCGoal.
+func startSampler(ctx context.Context, pid int, period time.Duration, probe func(context.Context) (int64, error)) *sampler {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &sampler{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -211,8 +257,12 @@ func startSampler(ctx context.Context, pid int, period time.Duration) *sampler {
 		defer t.Stop()
 		for {
 			if u, err := readTree("/proc", pid); err == nil {
+				smp := usageSample{At: time.Now(), treeUsage: u}
+				if probe != nil {
+					smp.GCGoal, _ = probe(ctx) // 0 when unread
+				}
 				s.mu.Lock()
-				s.samples = append(s.samples, usageSample{At: time.Now(), treeUsage: u})
+				s.samples = append(s.samples, smp)
 				s.mu.Unlock()
 			}
 			select {

@@ -303,7 +303,8 @@ func runSoak(ctx context.Context, cfg config) error {
 		return err
 	}
 	var ts []time.Duration
-	var service, root, all []float64
+	var service, root, rootFile, all, goal []float64
+	var goalTS []time.Duration
 	var t0 time.Time
 	var lines []string
 	for i, u := range usage {
@@ -318,12 +319,21 @@ func runSoak(ctx context.Context, cfg config) error {
 			cpu = fmt.Sprintf("%.0f%% / %.0f%%", cpuPercent(p.treeUsage, u.treeUsage, cfg.clkTck, u.At.Sub(p.At)),
 				cpuPercent(treeUsage{Ticks: p.RootTicks}, treeUsage{Ticks: u.RootTicks}, cfg.clkTck, u.At.Sub(p.At)))
 		}
-		lines = append(lines, fmt.Sprintf("| %s | %.0f | %.0f | %.0f | %s |", u.At.Sub(t0).Round(time.Second),
-			float64(u.RSS)/(1<<20), v, float64(u.RootRSS)/(1<<20), cpu))
+		g := "–"
+		if u.GCGoal > 0 {
+			g = fmt.Sprintf("%.0f", float64(u.GCGoal)/(1<<20))
+		}
+		lines = append(lines, fmt.Sprintf("| %s | %.0f | %.0f | %.0f | %.0f | %s | %s |", u.At.Sub(t0).Round(time.Second),
+			float64(u.RSS)/(1<<20), v, float64(u.RootRSS)/(1<<20), float64(u.RootRSSFile)/(1<<20), g, cpu))
 		if u.At.Sub(t0) >= cfg.soakWarmup {
 			ts = append(ts, u.At.Sub(t0))
 			service = append(service, v)
 			root = append(root, float64(u.RootRSS)/(1<<20))
+			rootFile = append(rootFile, float64(u.RootRSSFile)/(1<<20))
+			if u.GCGoal > 0 {
+				goalTS = append(goalTS, u.At.Sub(t0))
+				goal = append(goal, float64(u.GCGoal)/(1<<20))
+			}
 		}
 	}
 	var b strings.Builder
@@ -338,10 +348,17 @@ func runSoak(ctx context.Context, cfg config) error {
 	fmt.Fprintf(&b, "| peak RSS tree / standalone | %s / %s |\n", mib(r.PeakRSS), mib(r.PeakRootRSS))
 	fmt.Fprintf(&b, "| RSS slope after %s warm-up (least squares over %d samples): standalone + plugins / standalone | %+.1f / %+.1f MiB/h |\n",
 		cfg.soakWarmup, len(service), slopePerHour(ts, service), slopePerHour(ts, root))
+	fmt.Fprintf(&b, "| the standalone's RSS of mapped files (`RssFile`: etcd's bbolt file, the binary): slope | %+.1f MiB/h |\n",
+		slopePerHour(ts, rootFile))
+	if len(goal) > 1 {
+		fmt.Fprintf(&b, "| the standalone's Go heap goal (`go_memstats_next_gc_bytes`: twice the heap live after the last collection) "+
+			"after warm-up: first / last / slope over %d samples | %.0f / %.0f MiB / %+.1f MiB/h |\n",
+			len(goal), goal[0], goal[len(goal)-1], slopePerHour(goalTS, goal))
+	}
 	fmt.Fprintf(&b, "| RSS (standalone + plugins) over time | `%s` |\n\n", sparkline(all))
 	fmt.Fprintf(&b, "Lateness over time, per %s of scheduled time (ms, p50 / p99): %s.\n\n", cfg.bucket, driftPairs(r.DriftP50, r.Drift))
 	b.WriteString("<details><summary>RSS (MiB) and CPU (of one core) per sample</summary>\n\n" +
-		"| t | tree | standalone + plugins | standalone | CPU since the last sample: tree / standalone |\n|---|---|---|---|---|\n")
+		"| t | tree | standalone + plugins | standalone | of which mapped files | standalone's Go heap goal | CPU since the last sample: tree / standalone |\n|---|---|---|---|---|---|---|\n")
 	b.WriteString(strings.Join(lines, "\n"))
 	b.WriteString("\n\n</details>\n\n")
 	fmt.Print(b.String())

@@ -83,7 +83,7 @@ func spreadWorkload(ctx context.Context, cfg config, rate int) (row, error) {
 	start, end := window(cfg, cfg.seconds)
 	var samplers []*sampler
 	for _, n := range nodes {
-		samplers = append(samplers, startSampler(ctx, n.Cmd.Process.Pid, time.Second))
+		samplers = append(samplers, startSampler(ctx, n.Cmd.Process.Pid, time.Second, nil))
 	}
 	r, err := measureHTTP(ctx, cfg, s, rec, ids, cfg.seconds)
 	if err != nil {

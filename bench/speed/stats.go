@@ -252,17 +252,21 @@ func parseProcStat(b string) (procStat, error) {
 }
 
 // parseVmRSS returns VmRSS in bytes from the content of /proc/<pid>/status.
-func parseVmRSS(b string) (int64, error) {
+func parseVmRSS(b string) (int64, error) { return parseStatusKB(b, "VmRSS") }
+
+// parseStatusKB returns the "<field>: <n> kB" line of /proc/<pid>/status
+// in bytes.
+func parseStatusKB(b, field string) (int64, error) {
 	for _, line := range strings.Split(b, "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("VmRSS %q: %w", rest, err)
+				return 0, fmt.Errorf("%s %q: %w", field, rest, err)
 			}
 			return kb << 10, nil
 		}
 	}
-	return 0, errors.New("no VmRSS line")
+	return 0, fmt.Errorf("no %s line", field)
 }
 
 // descendants returns root and every process below it in stats.
@@ -290,6 +294,10 @@ type treeUsage struct {
 	Ticks        int64 // whole tree, reaped children included
 	RootTicks    int64 // root alone (its plugins live as long as it does, so none are reaped)
 	RSS, RootRSS int64 // bytes: sum over the tree (shared pages counted per process), root alone
+	// RootRSSFile is the part of RootRSS that maps files (RssFile: etcd's
+	// bbolt database, the binary), the rest being anonymous memory (the Go
+	// heap and stacks, SQLite's caches).
+	RootRSSFile int64
 	// ServiceRSS is root and its direct children (the plugin processes,
 	// which live as long as it does), without the commands they start:
 	// what a leak would grow, without the noise of short-lived commands.
@@ -340,6 +348,7 @@ func readTree(procDir string, root int) (treeUsage, error) {
 		}
 		if p.PID == root {
 			u.RootRSS = rss
+			u.RootRSSFile, _ = parseStatusKB(string(b), "RssFile") // 0 on kernels without it
 		}
 	}
 	return u, nil

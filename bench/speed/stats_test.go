@@ -122,9 +122,12 @@ func TestParseProcStat(t *testing.T) {
 }
 
 func TestParseVmRSS(t *testing.T) {
-	rss, err := parseVmRSS("Name:\tcronix\nVmPeak:\t  900 kB\nVmRSS:\t  2048 kB\nThreads: 9\n")
+	rss, err := parseVmRSS("Name:\tcronix\nVmPeak:\t  900 kB\nVmRSS:\t  2048 kB\nRssFile:\t  512 kB\nThreads: 9\n")
 	require.NoError(t, err)
 	require.Equal(t, int64(2048<<10), rss)
+	file, err := parseStatusKB("VmRSS:\t  2048 kB\nRssFile:\t  512 kB\n", "RssFile")
+	require.NoError(t, err)
+	require.Equal(t, int64(512<<10), file)
 	_, err = parseVmRSS("Name:\tzombie\n")
 	require.Error(t, err)
 }
@@ -250,4 +253,16 @@ func TestSocketTally(t *testing.T) {
 	lo := socketTally(ss[:1], []int64{1}, s0, s0.Add(time.Second), 30*time.Second)
 	require.Equal(t, 10*time.Millisecond, lo.Max, "the socket's time, not the handler's")
 	require.Equal(t, s0.Add(30*time.Millisecond), ss[0].At, "the samples are not changed")
+}
+
+// TestMetricValue reads an unlabelled sample out of a Prometheus text
+// exposition, and not a longer name sharing its prefix.
+func TestMetricValue(t *testing.T) {
+	text := "# HELP go_memstats_next_gc_bytes_total x\ngo_memstats_next_gc_bytes_total 1\n" +
+		"# TYPE go_memstats_next_gc_bytes gauge\ngo_memstats_next_gc_bytes 1.2345678e+08\n"
+	v, err := metricValue(text, "go_memstats_next_gc_bytes")
+	require.NoError(t, err)
+	require.Equal(t, int64(123456780), v)
+	_, err = metricValue(text, "go_memstats_heap_inuse_bytes")
+	require.Error(t, err, "a missing metric")
 }

@@ -228,7 +228,7 @@ func httpWorkload(ctx context.Context, cfg config, rate int) (row, error) {
 func measureHTTP(ctx context.Context, cfg config, s *standalone, rec *receiver, ids []int64, seconds int) (row, error) {
 	start, end := window(cfg, seconds)
 	fmt.Printf("  window %s .. %s (unix %d .. %d)\n", start.UTC().Format(time.TimeOnly), end.UTC().Format(time.TimeOnly), start.Unix(), end.Unix())
-	smp := startSampler(ctx, s.p.Cmd.Process.Pid, time.Second)
+	smp := startSampler(ctx, s.p.Cmd.Process.Pid, time.Second, nil)
 	if !waitUntil(ctx, end.Add(2*time.Minute), 200*time.Millisecond, func() bool { return !time.Now().Before(end) && rec.allPast(len(ids), end) }) {
 		fmt.Println("  warning: not every job reached the end of the window within 2 minutes")
 	}
@@ -285,7 +285,11 @@ func shellWorkload(ctx context.Context, cfg config, rate, seconds int, rssPeriod
 		return row{}, row{}, nil, fmt.Errorf("%w\nstandalone's log:\n%s", err, tail(s.p.Output()))
 	}
 	start, end := window(cfg, seconds)
-	smp := startSampler(ctx, s.p.Cmd.Process.Pid, rssPeriod)
+	var probe func(context.Context) (int64, error)
+	if cfg.soak {
+		probe = s.gcGoal
+	}
+	smp := startSampler(ctx, s.p.Cmd.Process.Pid, rssPeriod, probe)
 	var samples []sample
 	var off int64
 	var bad int

@@ -95,13 +95,17 @@ func newScanner(s *Service) *scanner {
 
 // load reads the stored cursor and steps back Rescan, so that runs whose
 // events a crashed leader had not raised yet are read again (their events
-// are deduplicated by key). Without a cursor it starts at now: history is
-// not alerted.
+// are deduplicated by key). Without a cursor (the first term ever) it
+// starts Settle plus Overlap before now: the runs of the last seconds are
+// read, older history is not alerted. Starting any later would leave a
+// hole: a run stamped before the start whose transaction commits after the
+// term's first pass sorts before the cursor, and only the overlap would
+// find it, after newer runs of its job.
 func (sc *scanner) load(ctx context.Context) error {
 	raw, err := sc.s.cfg.Store.GetSetting(ctx, settingScanCursor)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		sc.cursor = scanCursor{At: sc.s.cfg.Now().Add(-sc.s.cfg.Settle)}
+		sc.cursor = scanCursor{At: sc.s.cfg.Now().Add(-sc.s.cfg.Settle - sc.s.cfg.Overlap)}
 		return nil
 	case err != nil:
 		return fmt.Errorf("alert: read scan cursor: %w", err)
@@ -293,7 +297,18 @@ func (sc *scanner) run(ctx context.Context, set Settings, r *store.Run) error {
 		return err
 	}
 	if !st.last.before(r.UpdatedAt, r.ID) {
-		return nil // older than what the episode state already accounts for
+		// Older than the run that last changed the episode state: read
+		// again by a new leader (its event is stored), or a transaction
+		// that committed late, read from the overlap after newer runs of
+		// its job. Its episode was alerted already (a failure or recovery
+		// is newer): record it, suppressed as late, and leave the state
+		// (state never reads late events back).
+		exists, err := sc.s.cfg.Store.AlertEventExists(ctx, ev.Key)
+		if err != nil || exists {
+			return err
+		}
+		_, err = sc.s.raise(ctx, ev, reasonLate)
+		return err
 	}
 	suppress := ""
 	if st.failing {
@@ -342,7 +357,7 @@ func (sc *scanner) state(ctx context.Context, jobID int64) (*jobState, error) {
 		return st, nil
 	}
 	st := &jobState{}
-	last, err := sc.s.cfg.Store.LatestAlertEvent(ctx, jobID, append([]string{KindJobRecovered}, failureKinds...))
+	last, err := sc.s.cfg.Store.LatestAlertEvent(ctx, jobID, append([]string{KindJobRecovered}, failureKinds...), reasonLate)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:

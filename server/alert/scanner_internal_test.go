@@ -87,3 +87,33 @@ func TestScannerForgetsMissedFiresOnceDispatched(t *testing.T) {
 	require.Equal(t, map[string]bool{runs[n-2].FireID: true, runs[n-1].FireID: true, late.FireID: true}, sc.missed)
 	require.Empty(t, sc.sweep)
 }
+
+// TestEpisodeStateLeavesLateEventsOut: a new term's scanner reads a job's
+// episode state from its latest failure or recovery event, leaving out the
+// failures recorded late (they are stored after the recovery that is newer
+// than them, and would reopen a closed episode).
+func TestEpisodeStateLeavesLateEventsOut(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, err := store.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "cronix.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	svc, err := New(Config{Store: st})
+	require.NoError(t, err)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, ev := range []store.AlertEvent{
+		{DedupeKey: "run.failed:7-1", Kind: KindRunFailed, RunID: 1, OccurredAt: at},
+		{DedupeKey: "job.recovered:7-3", Kind: KindJobRecovered, RunID: 3, OccurredAt: at.Add(2 * time.Second)},
+		{DedupeKey: "run.failed:7-2", Kind: KindRunFailed, RunID: 2, OccurredAt: at.Add(time.Second),
+			Suppressed: true, SuppressedReason: reasonLate},
+	} {
+		ev.JobID = 7
+		ok, err := st.InsertAlertEvent(ctx, &ev, nil)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	s, err := newScanner(svc).state(ctx, 7)
+	require.NoError(t, err)
+	require.False(t, s.failing, "the job recovered; the late failure does not reopen the episode")
+	require.Equal(t, scanCursor{At: at.Add(2 * time.Second), ID: 3}, s.last)
+}

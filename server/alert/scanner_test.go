@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -34,17 +35,8 @@ func TestScannerReadsLateCommitWithinOverlap(t *testing.T) {
 
 	// The late run: stamped when the first one was, visible only now, so it
 	// sorts before the scanner's cursor (the second run).
-	db, err := sql.Open("sqlite", strings.TrimPrefix(b.dsn, "sqlite://")+"?_pragma=busy_timeout(10000)")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
 	lateFire := cluster.FireID(late.ID, r1.ScheduledAt)
-	_, err = db.ExecContext(t.Context(), `INSERT INTO runs (fire_id, job_id, "trigger", status, node, scheduled_at,
-		dispatched_at, started_at, finished_at, exit_code, output, message, created_at, updated_at)
-		SELECT ?, ?, "trigger", status, node, scheduled_at, dispatched_at, started_at, finished_at, exit_code,
-		'late output', message, created_at, updated_at FROM runs WHERE fire_id = ?`, lateFire, late.ID, f1)
-	require.NoError(t, err)
-	rl, err := b.store.RunByFireID(t.Context(), lateFire)
-	require.NoError(t, err)
+	rl := b.lateCopy(f1, lateFire, late.ID)
 	require.True(t, rl.UpdatedAt.Equal(r1.UpdatedAt) && rl.ID > r2.ID)
 
 	b.waitEvents(3)
@@ -66,4 +58,76 @@ func TestScannerReadsLateCommitWithinOverlap(t *testing.T) {
 	require.Len(t, byFire[f4], 1)
 	require.Equal(t, "job.recovered", byFire[f4][0].Kind)
 	require.Equal(t, "node-2", byFire[f4][0].Node, "read from the run, not from its head")
+}
+
+// lateCopy stores a copy of run from as run fire of job, with output "late
+// output", stamped as from was (updated_at) but visible only now: a
+// transaction that committed late. It returns the copy.
+func (b *bundle) lateCopy(from, fire string, job int64) *store.Run {
+	b.t.Helper()
+	db, err := sql.Open("sqlite", strings.TrimPrefix(b.dsn, "sqlite://")+"?_pragma=busy_timeout(10000)")
+	require.NoError(b.t, err)
+	defer func() { _ = db.Close() }()
+	_, err = db.ExecContext(b.t.Context(), `INSERT INTO runs (fire_id, job_id, "trigger", status, node, scheduled_at,
+		dispatched_at, started_at, finished_at, exit_code, output, message, created_at, updated_at)
+		SELECT ?, ?, "trigger", status, node, scheduled_at, dispatched_at, started_at, finished_at, exit_code,
+		'late output', message, created_at, updated_at FROM runs WHERE fire_id = ?`, fire, job, from)
+	require.NoError(b.t, err)
+	r, err := b.store.RunByFireID(b.t.Context(), fire)
+	require.NoError(b.t, err)
+	return r
+}
+
+// byKind returns the events of kind, newest first.
+func byKind(evs []store.AlertEvent, kind string) []store.AlertEvent {
+	var out []store.AlertEvent
+	for _, ev := range evs {
+		if ev.Kind == kind {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// TestLateFailureOfAlertedEpisodeIsRecordedSuppressed: a failure whose
+// result commits late, after the scanner has handled a newer failure and
+// the recovery of its job, is recorded (never lost) but suppressed as
+// late, without reopening the episode; a new leader's scanner does not
+// take it for the job's state either, so the next failure is delivered.
+func TestLateFailureOfAlertedEpisodeIsRecordedSuppressed(t *testing.T) {
+	t.Parallel()
+	b := newBundle(t)
+	job := b.job("flaky")
+	stop := run(t, b.service(b.store, nil).RunScanner)
+
+	f1 := b.result(job, "node-1", cluster.StatusFailed, 3, "first")
+	b.waitEvents(1)
+	f2 := b.result(job, "node-1", cluster.StatusFailed, 3, "second")
+	b.waitEvents(2)
+	b.result(job, "node-1", cluster.StatusSuccess, 0, "ok")
+	evs := b.waitEvents(3)
+	require.Len(t, byKind(evs, "job.recovered"), 1)
+
+	r1, err := b.store.RunByFireID(t.Context(), f1)
+	require.NoError(t, err)
+	lateFire := cluster.FireID(job.ID, r1.ScheduledAt.Add(-time.Hour))
+	b.lateCopy(f2, lateFire, job.ID)
+	evs = b.waitEvents(4)
+	require.Equal(t, lateFire, evs[0].FireID, "the late run's event is the newest")
+	require.Equal(t, "run.failed", evs[0].Kind)
+	require.True(t, evs[0].Suppressed, "its episode was alerted already")
+	require.Equal(t, "late", evs[0].SuppressedReason)
+	require.Equal(t, "late output", evs[0].OutputTail)
+
+	// A new leader: re-reads the runs before the cursor, raises nothing
+	// again, and reads the job as recovered.
+	stop()
+	run(t, b.service(b.store, nil).RunScanner)
+	b.offset.Store(int64(2 * time.Hour)) // past the throttle window of the first failure's delivery
+	f5 := b.result(job, "node-2", cluster.StatusFailed, 3, "after the recovery")
+	evs = b.waitEvents(5)
+	require.Len(t, evs, 5, "nothing raised twice")
+	require.Equal(t, f5, evs[0].FireID)
+	require.False(t, evs[0].Suppressed, "a failure after the recovery opens a new episode")
+	require.Equal(t, 1, evs[0].SuppressedCount, "the late one was suppressed since the recovery")
 }

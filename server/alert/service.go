@@ -19,7 +19,8 @@ import (
 // *store.Store).
 type Store interface {
 	InsertAlertEvent(ctx context.Context, ev *store.AlertEvent, deliveries []store.AlertDelivery) (bool, error)
-	LatestAlertEvent(ctx context.Context, jobID int64, kinds []string) (*store.AlertEvent, error)
+	AlertEventExists(ctx context.Context, key string) (bool, error)
+	LatestAlertEvent(ctx context.Context, jobID int64, kinds []string, exceptReason string) (*store.AlertEvent, error)
 	LatestDeliveredAlertEvent(ctx context.Context, jobID int64, kind string) (*store.AlertEvent, error)
 	CountSuppressedAlertEvents(ctx context.Context, jobID int64) (int, error)
 	DueAlertDeliveries(ctx context.Context, now time.Time, limit int) ([]store.AlertDelivery, error)
@@ -231,6 +232,7 @@ func (s *Service) Raise(ctx context.Context, ev Event) error {
 const (
 	reasonThrottled = "throttled"
 	reasonEpisode   = "failure_episode"
+	reasonLate      = "late"
 )
 
 // raise records ev; suppress, when set, records it suppressed for that

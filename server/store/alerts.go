@@ -227,12 +227,25 @@ func (s *Store) InsertAlertEvent(ctx context.Context, ev *AlertEvent, deliveries
 // errDuplicate ends InsertAlertEvent's transaction when the key exists.
 var errDuplicate = errors.New("duplicate alert event")
 
+// AlertEventExists reports whether an event with the dedupe key is stored.
+func (s *Store) AlertEventExists(ctx context.Context, key string) (bool, error) {
+	ok, err := s.db.NewSelect().Model((*alertEventRow)(nil)).Where("dedupe_key = ?", key).Exists(ctx)
+	if err != nil {
+		return false, wrap(err, "look up alert event %q", key)
+	}
+	return ok, nil
+}
+
 // LatestAlertEvent returns the job's latest event (by id) of one of kinds,
-// suppressed or not, or ErrNotFound.
-func (s *Store) LatestAlertEvent(ctx context.Context, jobID int64, kinds []string) (*AlertEvent, error) {
+// suppressed or not, leaving out the events suppressed for exceptReason
+// (when set), or ErrNotFound.
+func (s *Store) LatestAlertEvent(ctx context.Context, jobID int64, kinds []string, exceptReason string) (*AlertEvent, error) {
 	var row alertEventRow
-	err := s.db.NewSelect().Model(&row).Where("ae.job_id = ?", jobID).Where("ae.kind IN (?)", bun.List(kinds)).
-		OrderExpr("ae.id DESC").Limit(1).Scan(ctx)
+	q := s.db.NewSelect().Model(&row).Where("ae.job_id = ?", jobID).Where("ae.kind IN (?)", bun.List(kinds))
+	if exceptReason != "" {
+		q = q.Where("ae.suppressed_reason <> ?", exceptReason)
+	}
+	err := q.OrderExpr("ae.id DESC").Limit(1).Scan(ctx)
 	if err != nil {
 		return nil, wrap(err, "latest alert event of job %d", jobID)
 	}

@@ -88,7 +88,7 @@ func TestBurst(t *testing.T) {
 	h := newLoopbackHandler(t)
 	for round := range 2 {
 		at := time.Now().Add(500 * time.Millisecond)
-		runAllAt(t.Context(), t, h, n, at, func(int) string { return fmt.Sprintf("%s/b%d", rc.URL, round) }, "")
+		runAllAt(t.Context(), t, h, n, at, rc.URL, func(int) string { return fmt.Sprintf("/b%d", round) }, false)
 		arr := rc.arrivals(fmt.Sprintf("/b%d", round))
 		require.Len(t, arr, n)
 		for _, a := range arr {
@@ -336,7 +336,7 @@ func TestLargeBurstIsWrittenInParallelParts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	at := time.Now().Add(time.Second)
-	runAllAt(ctx, t, h, n, at, func(i int) string { return rc.URL + fmt.Sprintf("/p%d", i) }, "/p")
+	runAllAt(ctx, t, h, n, at, rc.URL, func(i int) string { return fmt.Sprintf("/p%d", i) }, true)
 	for i := range n {
 		arr := rc.arrivals(fmt.Sprintf("/p%d", i))
 		require.Len(t, arr, 1, "request %d", i)
@@ -344,18 +344,17 @@ func TestLargeBurstIsWrittenInParallelParts(t *testing.T) {
 	}
 }
 
-// runAllAt runs n runs of h at once, run i a GET of url(i) starting at at,
-// and fails unless each succeeds; with echoPrefix set, each run's output
+// runAllAt runs n runs of h at once, run i a GET of base+path(i) starting
+// at at, and fails unless each succeeds; with echoed, each run's output
 // must also hold its own path (the receiver echoes it).
-func runAllAt(ctx context.Context, t *testing.T, h *handler, n int, at time.Time, url func(int) string, echoPrefix string) {
+func runAllAt(ctx context.Context, t *testing.T, h *handler, n int, at time.Time, base string, path func(int) string, echoed bool) {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for i := range n {
 		wg.Go(func() {
-			u := url(i)
-			res, out, err := runAt(ctx, t, h, map[string]any{"url": u}, at)
-			if err == nil && (res.Status != pluginapi.StatusSuccess || echoPrefix != "" && !strings.Contains(out, u[strings.LastIndex(u, echoPrefix):])) {
+			res, out, err := runAt(ctx, t, h, map[string]any{"url": base + path(i)}, at)
+			if err == nil && (res.Status != pluginapi.StatusSuccess || echoed && !strings.Contains(out, path(i))) {
 				err = fmt.Errorf("run %d: %+v\n%s", i, res, out)
 			}
 			errs <- err

@@ -302,12 +302,9 @@ func (sc *scanner) run(ctx context.Context, set Settings, r *store.Run) error {
 		// that committed late, read from the overlap after newer runs of
 		// its job. Its episode was alerted already (a failure or recovery
 		// is newer): record it, suppressed as late, and leave the state
-		// (state never reads late events back).
-		exists, err := sc.s.cfg.Store.AlertEventExists(ctx, ev.Key)
-		if err != nil || exists {
-			return err
-		}
-		_, err = sc.s.raise(ctx, ev, reasonLate)
+		// (state never reads late events back). A stored event is kept as
+		// it is (deduplicated by key).
+		_, err := sc.s.raise(ctx, ev, reasonLate)
 		return err
 	}
 	suppress := ""

@@ -12,6 +12,17 @@ import (
 	"github.com/cronix/cronix/server/store"
 )
 
+// newSQLiteService is a Service on a store in a fresh SQLite file.
+func newSQLiteService(t *testing.T) (*store.Store, *Service) {
+	t.Helper()
+	st, err := store.Open(t.Context(), "sqlite://"+filepath.Join(t.TempDir(), "cronix.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	svc, err := New(Config{Store: st})
+	require.NoError(t, err)
+	return st, svc
+}
+
 // TestScannerForgetsMissedFiresOnceDispatched: the scanner remembers the
 // fires it raised schedule.missed for only while they stay undispatched.
 // Once a fire is dispatched or terminal it is forgotten after one sweep, so
@@ -21,11 +32,7 @@ import (
 func TestScannerForgetsMissedFiresOnceDispatched(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := store.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "cronix.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	svc, err := New(Config{Store: st})
-	require.NoError(t, err)
+	st, svc := newSQLiteService(t)
 	j := &store.Job{Name: "orphan", Group: "default", ScheduleType: "cron", Schedule: "* * * * *", Handler: "shell",
 		Params: json.RawMessage(`{"script":"true"}`), Enabled: true}
 	require.NoError(t, st.CreateJob(ctx, j))
@@ -41,7 +48,7 @@ func TestScannerForgetsMissedFiresOnceDispatched(t *testing.T) {
 	for i := range runs {
 		runs[i] = fire(i)
 	}
-	_, err = st.InsertRuns(ctx, runs)
+	_, err := st.InsertRuns(ctx, runs)
 	require.NoError(t, err)
 	events := func() int {
 		t.Helper()
@@ -95,11 +102,7 @@ func TestScannerForgetsMissedFiresOnceDispatched(t *testing.T) {
 func TestEpisodeStateLeavesLateEventsOut(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := store.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "cronix.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	svc, err := New(Config{Store: st})
-	require.NoError(t, err)
+	st, svc := newSQLiteService(t)
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, ev := range []store.AlertEvent{
 		{DedupeKey: "run.failed:7-1", Kind: KindRunFailed, RunID: 1, OccurredAt: at},

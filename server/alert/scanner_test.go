@@ -92,8 +92,9 @@ func byKind(evs []store.AlertEvent, kind string) []store.AlertEvent {
 // TestLateFailureOfAlertedEpisodeIsRecordedSuppressed: a failure whose
 // result commits late, after the scanner has handled a newer failure and
 // the recovery of its job, is recorded (never lost) but suppressed as
-// late, without reopening the episode; a new leader's scanner does not
-// take it for the job's state either, so the next failure is delivered.
+// late, without reopening the episode; a new leader's scanner raises
+// nothing again, and the next failure is delivered (TestEpisodeState-
+// LeavesLateEventsOut checks the state a new term loads directly).
 func TestLateFailureOfAlertedEpisodeIsRecordedSuppressed(t *testing.T) {
 	t.Parallel()
 	b := newBundle(t)
@@ -119,8 +120,8 @@ func TestLateFailureOfAlertedEpisodeIsRecordedSuppressed(t *testing.T) {
 	require.Equal(t, "late", evs[0].SuppressedReason)
 	require.Equal(t, "late output", evs[0].OutputTail)
 
-	// A new leader: re-reads the runs before the cursor, raises nothing
-	// again, and reads the job as recovered.
+	// A new leader: re-reads the runs before the cursor and raises nothing
+	// again; the job is recovered.
 	stop()
 	run(t, b.service(b.store, nil).RunScanner)
 	b.offset.Store(int64(2 * time.Hour)) // past the throttle window of the first failure's delivery

@@ -19,7 +19,6 @@ import (
 // *store.Store).
 type Store interface {
 	InsertAlertEvent(ctx context.Context, ev *store.AlertEvent, deliveries []store.AlertDelivery) (bool, error)
-	AlertEventExists(ctx context.Context, key string) (bool, error)
 	LatestAlertEvent(ctx context.Context, jobID int64, kinds []string, exceptReason string) (*store.AlertEvent, error)
 	LatestDeliveredAlertEvent(ctx context.Context, jobID int64, kind string) (*store.AlertEvent, error)
 	CountSuppressedAlertEvents(ctx context.Context, jobID int64) (int, error)

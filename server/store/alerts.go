@@ -182,6 +182,12 @@ func (s *Store) InsertAlertEvent(ctx context.Context, ev *AlertEvent, deliveries
 	if row.OccurredAt.IsZero() {
 		row.OccurredAt = t
 	}
+	// A key stored already (a new leader re-reading runs) costs one read,
+	// not a write transaction (on SQLite, a turn at the write gate); the
+	// check inside the transaction settles races.
+	if exists, err := s.AlertEventExists(ctx, ev.DedupeKey); err != nil || exists {
+		return false, err
+	}
 	rows := make([]alertDeliveryRow, len(deliveries))
 	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		exists, err := tx.NewSelect().Model((*alertEventRow)(nil)).Where("dedupe_key = ?", ev.DedupeKey).Exists(ctx)

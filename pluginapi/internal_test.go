@@ -140,3 +140,44 @@ func TestChunkWriterDropsOutputAfterSendError(t *testing.T) {
 	w.Close()
 	require.Equal(t, 1, calls)
 }
+
+// TestWireTrackerReleasesOnlyWaitersPastTheirMark: a finished write wakes the
+// waiters whose mark it passes, not the others, and a waiter with no write
+// after its mark gives up after maxWait.
+func TestWireTrackerReleasesOnlyWaitersPastTheirMark(t *testing.T) {
+	tr := newWireTracker()
+	tr.maxWait = time.Minute
+	tr.begin() // write 1 in progress when the messages are handed over
+	mark := tr.mark()
+	require.Equal(t, uint64(1), mark)
+	const n = 50
+	released := make(chan bool, n)
+	for range n {
+		go func() { released <- tr.wait(mark) }()
+	}
+	waiting := func() int {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return len(tr.waiters)
+	}
+	require.Eventually(t, func() bool { return waiting() == n }, 10*time.Second, time.Millisecond)
+	tr.end() // write 1 began before the mark: it carries none of the messages
+	require.Equal(t, n, waiting(), "a write that began before the mark releases nobody")
+	require.Empty(t, released)
+	require.True(t, tr.wait(0), "a mark already passed returns at once")
+
+	tr.begin()
+	tr.end() // write 2 began after the mark
+	for range n {
+		select {
+		case ok := <-released:
+			require.True(t, ok, "released by the write, not by maxWait")
+		case <-time.After(10 * time.Second):
+			t.Fatal("a waiter was not released by the write after its mark")
+		}
+	}
+	require.Zero(t, waiting())
+
+	tr.maxWait = time.Millisecond
+	require.False(t, tr.wait(tr.mark()), "no write after the mark: gives up after maxWait")
+}

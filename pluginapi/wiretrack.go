@@ -1,6 +1,7 @@
 package pluginapi
 
 import (
+	"container/heap"
 	"context"
 	"net"
 	"sync"
@@ -19,22 +20,24 @@ const wireWaitMax = 20 * time.Millisecond
 // connections, so a run's output writer can wait until what it sent has
 // reached the kernel: once there, the host receives it even if the plugin
 // process crashes right after (a panic in a handler's goroutine).
+//
+// A finished write wakes only the waiters it releases (a heap by mark), not
+// every waiter: in a burst thousands of runs wait at once and the transport
+// makes hundreds of writes, and waking them all on each write cost more
+// CPU than the writes.
 type wireTracker struct {
 	mu      sync.Mutex
-	cond    *sync.Cond
 	started uint64 // connection writes begun
 	done    uint64 // connection writes finished, in order of beginning
+	waiters wireWaiters
+	maxWait time.Duration // wireWaitMax
 }
 
-func newWireTracker() *wireTracker {
-	t := &wireTracker{}
-	t.cond = sync.NewCond(&t.mu)
-	return t
-}
+func newWireTracker() *wireTracker { return &wireTracker{maxWait: wireWaitMax} }
 
 // mark is called right after a message was handed to gRPC; wait(mark)
 // returns once a connection write that began after it has finished, or
-// after wireWaitMax. The transport writes queued messages in order and
+// after wireWaitMax (it reports which). The transport writes queued messages in order and
 // flushes when its queue is empty, so for output smaller than its buffer
 // that write carries the message.
 func (t *wireTracker) mark() uint64 {
@@ -43,18 +46,25 @@ func (t *wireTracker) mark() uint64 {
 	return t.started
 }
 
-func (t *wireTracker) wait(mark uint64) {
-	deadline := time.AfterFunc(wireWaitMax, func() {
-		t.mu.Lock()
-		t.cond.Broadcast()
-		t.mu.Unlock()
-	})
-	defer deadline.Stop()
-	start := time.Now()
+func (t *wireTracker) wait(mark uint64) (released bool) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	for t.done <= mark && time.Since(start) < wireWaitMax {
-		t.cond.Wait()
+	if t.done > mark {
+		t.mu.Unlock()
+		return true
+	}
+	ch := make(chan struct{})
+	heap.Push(&t.waiters, wireWaiter{mark: mark, ch: ch})
+	t.mu.Unlock()
+	// A waiter that times out stays in the heap until a later write
+	// releases it; a connection that never writes again is one whose sends
+	// fail, and a failed send stops its writer from waiting.
+	timer := time.NewTimer(t.maxWait)
+	defer timer.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-timer.C:
+		return false
 	}
 }
 
@@ -67,8 +77,31 @@ func (t *wireTracker) begin() {
 func (t *wireTracker) end() {
 	t.mu.Lock()
 	t.done++
-	t.cond.Broadcast()
+	for len(t.waiters) > 0 && t.waiters[0].mark < t.done {
+		close(heap.Pop(&t.waiters).(wireWaiter).ch)
+	}
 	t.mu.Unlock()
+}
+
+// wireWaiter is a wait for the first write finished after mark.
+type wireWaiter struct {
+	mark uint64
+	ch   chan struct{} // closed when released
+}
+
+// wireWaiters is a min-heap of waiters by mark (container/heap).
+type wireWaiters []wireWaiter
+
+func (h wireWaiters) Len() int           { return len(h) }
+func (h wireWaiters) Less(i, j int) bool { return h[i].mark < h[j].mark }
+func (h wireWaiters) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *wireWaiters) Push(x any)        { *h = append(*h, x.(wireWaiter)) }
+func (h *wireWaiters) Pop() any {
+	old := *h
+	w := old[len(old)-1]
+	old[len(old)-1] = wireWaiter{}
+	*h = old[:len(old)-1]
+	return w
 }
 
 // trackedConn reports its writes to a wireTracker.

@@ -371,3 +371,77 @@ func TestInsecureConnectionsAreNotShared(t *testing.T) {
 	require.Equal(t, pluginapi.StatusFailed, res.Status)
 	require.ErrorContains(t, err, "certificate")
 }
+
+// writesRecorder keeps each Write as one entry (a message to the node).
+type writesRecorder struct {
+	mu     sync.Mutex
+	writes []string
+	// wrote is told about each write, for the test to wait on.
+	wrote chan string
+}
+
+func (w *writesRecorder) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	w.writes = append(w.writes, string(p))
+	w.mu.Unlock()
+	if w.wrote != nil {
+		w.wrote <- string(p)
+	}
+	return len(p), nil
+}
+
+// TestSmallBodyIsOneWriteWithTheStatus: a response with a small
+// Content-Length reaches the output in one write with its status lines (one
+// message to the node, not two); an unsized body gets the status lines
+// first, before its bytes come, so a slow body still shows its status.
+func TestSmallBodyIsOneWriteWithTheStatus(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		switch r.URL.Path {
+		case "/empty":
+			w.WriteHeader(nethttp.StatusNoContent)
+		case "/stream": // no Content-Length: chunked, the body after release
+			w.(nethttp.Flusher).Flush()
+			<-release
+			_, _ = io.WriteString(w, "late body")
+		default:
+			_, _ = io.WriteString(w, "small body")
+		}
+	}))
+	t.Cleanup(srv.Close)
+	h := loopbackOK()
+	runOut := func(path string, out io.Writer) pluginapi.Result {
+		params, err := json.Marshal(map[string]any{"url": srv.URL + path, "expected_status": []int{200, 204}})
+		require.NoError(t, err)
+		res, err := h.Run(t.Context(), pluginapi.Request{FireID: "1-1", JobID: 1, Params: params}, out)
+		require.NoError(t, err)
+		require.Equal(t, pluginapi.StatusSuccess, res.Status, res.Message)
+		return res
+	}
+
+	var small writesRecorder
+	runOut("/small", &small)
+	require.Len(t, small.writes, 1, "%q", small.writes)
+	require.True(t, strings.HasPrefix(small.writes[0], "GET "+srv.URL+"/small\nHTTP/1.1 200 OK ("), small.writes[0])
+	require.True(t, strings.HasSuffix(small.writes[0], "ms)\n\nsmall body"), small.writes[0])
+
+	var empty writesRecorder
+	runOut("/empty", &empty)
+	require.Len(t, empty.writes, 1, "%q", empty.writes)
+	require.Contains(t, empty.writes[0], "HTTP/1.1 204 No Content (")
+
+	stream := writesRecorder{wrote: make(chan string, 4)}
+	done := make(chan struct{})
+	go func() { defer close(done); runOut("/stream", &stream) }()
+	select {
+	case first := <-stream.wrote:
+		require.Contains(t, first, "HTTP/1.1 200 OK (", "the status lines come before the body")
+		require.NotContains(t, first, "late body")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the status lines of an unsized body were not written before its bytes came")
+	}
+	close(release)
+	<-done
+	require.Equal(t, "late body", strings.Join(stream.writes[1:], ""))
+}

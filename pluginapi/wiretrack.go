@@ -23,8 +23,8 @@ const wireWaitMax = 20 * time.Millisecond
 //
 // A finished write wakes only the waiters it releases (a heap by mark), not
 // every waiter: in a burst thousands of runs wait at once and the transport
-// makes hundreds of writes, and waking them all on each write cost more
-// CPU than the writes.
+// makes hundreds of writes, so waking them all on each write grows with
+// waiters × writes.
 type wireTracker struct {
 	mu      sync.Mutex
 	started uint64 // connection writes begun
@@ -37,9 +37,9 @@ func newWireTracker() *wireTracker { return &wireTracker{maxWait: wireWaitMax} }
 
 // mark is called right after a message was handed to gRPC; wait(mark)
 // returns once a connection write that began after it has finished, or
-// after wireWaitMax (it reports which). The transport writes queued messages in order and
-// flushes when its queue is empty, so for output smaller than its buffer
-// that write carries the message.
+// after wireWaitMax (it reports which). The transport writes queued
+// messages in order and flushes when its queue is empty, so for output
+// smaller than its buffer that write carries the message.
 func (t *wireTracker) mark() uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -442,6 +442,10 @@ func TestSmallBodyIsOneWriteWithTheStatus(t *testing.T) {
 		t.Fatal("the status lines of an unsized body were not written before its bytes came")
 	}
 	close(release)
-	<-done
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run of the unsized body did not end after its body came")
+	}
 	require.Equal(t, "late body", strings.Join(stream.writes[1:], ""))
 }

@@ -148,9 +148,9 @@ type Config struct {
 // fires of that second (the node reading their responses, the plugin
 // sending their results) while their targets answer; 850 ms puts the
 // largest batches 150 ms after it (3,000 http jobs/s, mean p99 of 60-s
-// runs, four with 1 s and six with 850 ms: at the receiver's socket 45 ->
-// 33 ms, at its handler 114 -> 98 ms). Batches below 1,275 fires go 425 ms ahead
-// (aheadFiresPerSecond).
+// runs, four with 1 s and six with 850 ms: at the receiver's socket
+// 45 -> 33 ms, at its handler 114 -> 98 ms). Batches below 1,275 fires go
+// 425 ms ahead (aheadFiresPerSecond).
 const DefaultDispatchAhead = 850 * time.Millisecond
 
 // MaxDispatchAhead bounds Config.DispatchAhead: a disable or delete

@@ -290,3 +290,35 @@ func TestApplyTickIsOneEntry(t *testing.T) {
 	require.Equal(t, wantCursors, n2.Cursors())
 	require.Equal(t, wantRoutes, n2.RouteStates())
 }
+
+// ApplyTick's entry groups the cursors by time and applies each as max; a
+// tick entry of the earlier format (a log written before the upgrade) still
+// applies the same way.
+func TestGroupedTickMatchesTheEarlierTickFormat(t *testing.T) {
+	t.Parallel()
+	cursors := map[int64]int64{1: 2000, 2: 2000, 3: 1000, 7: 3000, 8: 2000}
+	groups := groupCursors(cursors)
+	require.Equal(t, []cursorGroup{{At: 1000, Jobs: []int64{3}}, {At: 2000, Jobs: []int64{1, 2, 8}}, {At: 3000, Jobs: []int64{7}}}, groups)
+
+	apply := func(f *fsm, i uint64, typ byte, body any) {
+		data, err := encodeCommand(typ, body)
+		require.NoError(t, err)
+		require.Nil(t, f.Apply(&raft.Log{Index: i, Type: raft.LogCommand, Data: data}))
+	}
+	routes := map[string][]byte{"job/7": []byte("r"), "job/9": nil}
+	grouped, earlier := newFSM(), newFSM()
+	for _, f := range []*fsm{grouped, earlier} {
+		apply(f, 1, cmdApplyCursors, map[int64]int64{1: 5000, 2: 100})
+		apply(f, 2, cmdSetRoutes, map[string][]byte{"job/9": []byte("x")})
+	}
+	apply(grouped, 3, cmdGroupedTick, groupedTick{Cursors: groups, Routes: routes, DeleteCursors: []int64{8}})
+	apply(earlier, 3, cmdTick, tickCommand{Cursors: cursors, Routes: routes, DeleteCursors: []int64{8}})
+
+	want := map[int64]int64{1: 5000, 2: 2000, 3: 1000, 7: 3000} // 1 keeps its later cursor; 8 deleted
+	require.Equal(t, want, grouped.cursors())
+	require.Equal(t, want, earlier.cursors())
+	require.Equal(t, map[string][]byte{"job/7": []byte("r")}, grouped.routes())
+	require.Equal(t, earlier.routes(), grouped.routes())
+	require.Error(t, grouped.Apply(&raft.Log{Index: 4, Type: raft.LogCommand, Data: []byte{cmdGroupedTick, '['}}).(error))
+	require.Equal(t, want, grouped.cursors(), "a malformed entry changes nothing")
+}

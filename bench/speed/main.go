@@ -348,7 +348,7 @@ func runSoak(ctx context.Context, cfg config) error {
 	fmt.Fprintf(&b, "| peak RSS tree / standalone | %s / %s |\n", mib(r.PeakRSS), mib(r.PeakRootRSS))
 	fmt.Fprintf(&b, "| RSS slope after %s warm-up (least squares over %d samples): standalone + plugins / standalone | %+.1f / %+.1f MiB/h |\n",
 		cfg.soakWarmup, len(service), slopePerHour(ts, service), slopePerHour(ts, root))
-	fmt.Fprintf(&b, "| the standalone's RSS of mapped files (`RssFile`: etcd's bbolt file, the binary): slope | %+.1f MiB/h |\n",
+	fmt.Fprintf(&b, "| the standalone's RSS of mapped files (`RssFile`: the binary, etcd's bbolt file, the raft log's raft.db): slope | %+.1f MiB/h |\n",
 		slopePerHour(ts, rootFile))
 	if len(goal) > 1 {
 		fmt.Fprintf(&b, "| the standalone's Go heap goal (`go_memstats_next_gc_bytes`: twice the heap live after the last collection) "+

@@ -6,9 +6,9 @@
 // Storage: raft-boltdb/v2 (raft.db) for the log and stable store, a file
 // snapshot store (snapshots/), a TCP transport. A tick is one log entry
 // (the cursors grouped by time, JSON); the newest 64 entries are cached in
-// memory. A single voter bootstraps
-// itself (Config.Bootstrap); an HA cluster is bootstrapped by starting every
-// replica with the same Config.Peers (all voters, "id=host:port"). Later
+// memory. A single voter bootstraps itself (Config.Bootstrap); an HA
+// cluster is bootstrapped by starting every replica with the same
+// Config.Peers (all voters, "id=host:port"). Later
 // membership changes go through the leader: AddNonvoter adds a server that
 // does not count for quorum, RunPromoter (run on the leader) promotes it
 // with Promote once its own progress report says it caught up — a dead

@@ -136,23 +136,13 @@ func (f *fsm) Apply(l *raft.Log) any {
 		if err := json.Unmarshal(body, &c); err != nil {
 			return fmt.Errorf("raftha: decode tick at index %d: %w", l.Index, err)
 		}
-		f.mu.Lock()
-		f.advanceLocked(c.Cursors)
-		f.setRoutesLocked(c.Routes)
-		f.deleteLocked(c.DeleteCursors)
-		f.mu.Unlock()
+		f.applyTick(groupedTick{Cursors: groupCursors(c.Cursors), Routes: c.Routes, DeleteCursors: c.DeleteCursors})
 	case cmdGroupedTick:
 		var c groupedTick
 		if err := json.Unmarshal(body, &c); err != nil {
 			return fmt.Errorf("raftha: decode tick at index %d: %w", l.Index, err)
 		}
-		f.mu.Lock()
-		for _, g := range c.Cursors {
-			f.advanceToLocked(g.Jobs, g.At)
-		}
-		f.setRoutesLocked(c.Routes)
-		f.deleteLocked(c.DeleteCursors)
-		f.mu.Unlock()
+		f.applyTick(c)
 	default:
 		return fmt.Errorf("raftha: unknown command type %d at index %d", typ, l.Index)
 	}
@@ -161,19 +151,29 @@ func (f *fsm) Apply(l *raft.Log) any {
 
 func (f *fsm) advanceLocked(m map[int64]int64) {
 	for id, ms := range m {
-		if old, ok := f.st.Cursors[id]; !ok || ms > old {
-			f.st.Cursors[id] = ms
-		}
+		f.advanceOneLocked(id, ms)
 	}
 }
 
-// advanceToLocked advances the cursors of ids to ms, each kept as max.
-func (f *fsm) advanceToLocked(ids []int64, ms int64) {
-	for _, id := range ids {
-		if old, ok := f.st.Cursors[id]; !ok || ms > old {
-			f.st.Cursors[id] = ms
+// advanceOneLocked advances the cursor of job id to ms, kept as max.
+func (f *fsm) advanceOneLocked(id, ms int64) {
+	if old, ok := f.st.Cursors[id]; !ok || ms > old {
+		f.st.Cursors[id] = ms
+	}
+}
+
+// applyTick applies one tick at once: the cursor advances, then the route
+// state, then the deletion of cursors.
+func (f *fsm) applyTick(c groupedTick) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, g := range c.Cursors {
+		for _, id := range g.Jobs {
+			f.advanceOneLocked(id, g.At)
 		}
 	}
+	f.setRoutesLocked(c.Routes)
+	f.deleteLocked(c.DeleteCursors)
 }
 
 func (f *fsm) deleteLocked(ids []int64) {

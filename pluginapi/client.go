@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -20,6 +21,19 @@ import (
 type grpcClient struct {
 	client  wire.HandlerClient
 	doneCtx context.Context
+	// runs carries every Run over one Runs stream once Info saw that the
+	// plugin serves it (DescribeResponse.multiplexes_runs); nil for a v1
+	// plugin.
+	runs *runsClient
+	mux  atomic.Bool
+}
+
+func newGRPCClient(client wire.HandlerClient, doneCtx context.Context, v2 bool) *grpcClient {
+	c := &grpcClient{client: client, doneCtx: doneCtx}
+	if v2 {
+		c.runs = &runsClient{client: client, doneCtx: doneCtx}
+	}
+	return c
 }
 
 var _ Handler = (*grpcClient)(nil)
@@ -79,6 +93,7 @@ func (c *grpcClient) Info(ctx context.Context) (Info, error) {
 	if err != nil {
 		return Info{}, c.callError("info", ctx, err)
 	}
+	c.mux.Store(c.runs != nil && resp.GetMultiplexesRuns())
 	return infoFromWire(resp), nil
 }
 
@@ -99,10 +114,35 @@ func (c *grpcClient) Validate(ctx context.Context, params json.RawMessage) error
 // violation) Run returns a failed Result along with the error. If out
 // returns an error, the remaining output is discarded, the run goes on and
 // Run returns its result together with that write error.
+//
+// Once Info found that the plugin serves Runs, every run goes over that
+// one stream and out is written by the stream's receiver: a Write that
+// blocks holds up the output of the plugin's other runs, so out should
+// not wait on anything but memory. out is never written after Run
+// returned.
 func (c *grpcClient) Run(ctx context.Context, req Request, out io.Writer) (Result, error) {
 	if err := c.gone(); err != nil {
 		return failedResult(err), err
 	}
+	if c.mux.Load() {
+		result, werr, err := c.runs.run(ctx, req, out)
+		if err == nil {
+			return c.runResult(ctx, result, werr)
+		}
+		if !unimplemented(err) || ctx.Err() != nil {
+			err = c.callError("run", ctx, err)
+			return failedResult(err), err
+		}
+		// The plugin said it serves Runs but does not: the run never
+		// started there, so it goes the way of older plugins, as all
+		// later ones do.
+		c.mux.Store(false)
+	}
+	return c.runStream(ctx, req, out)
+}
+
+// runStream runs req on a Run stream of its own.
+func (c *grpcClient) runStream(ctx context.Context, req Request, out io.Writer) (Result, error) {
 	callCtx, stop := c.callCtx(ctx)
 	defer stop()
 	stream, err := c.client.Run(callCtx, requestToWire(req))
@@ -145,6 +185,12 @@ func (c *grpcClient) Run(ctx context.Context, req Request, out io.Writer) (Resul
 	if result == nil {
 		return c.protocolError("stream ended without a result")
 	}
+	return c.runResult(ctx, result, werr)
+}
+
+// runResult is what Run returns for the plugin's result of a run and the
+// first error of writing its output.
+func (c *grpcClient) runResult(ctx context.Context, result *wire.RunResult, werr error) (Result, error) {
 	res, herr := resultFromWire(result)
 	if herr == nil && res.Status == StatusFailed && deadlineReached(ctx) {
 		// The handler stopped at the job's deadline, which on the plugin's

@@ -79,6 +79,14 @@
 // tells a timeout by errors.Is alone. A handler's ctx reports context.DeadlineExceeded at the
 // deadline, not context.Canceled.
 //
+// Runs travel on one stream per plugin connection (the Runs RPC, SDK 1.3)
+// once Info found that the plugin serves it, as every plugin built with
+// this SDK does: starts and cancels go to the plugin, output and results
+// come back, many runs to a message. Each run keeps the guarantees above;
+// only the cost per run falls. Plugins that do not serve Runs (older ones,
+// other languages) get a Run stream per run. On the shared stream the
+// host's out writers are called by one receiver, so they must not block.
+//
 // # What it does not guarantee
 //
 // It does not retry, cap output or enforce the timeout on a handler that

@@ -5,14 +5,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	wire "github.com/cronix/cronix/pluginapi/internal/wirev2"
 )
 
 // blockingHandler's Run writes "started" and blocks until ctx is done.
@@ -65,34 +72,178 @@ func TestPluginExitDuringRun(t *testing.T) {
 		// The connection broke before go-plugin noticed.
 		"connection": func(srv *grpc.Server, _ context.CancelFunc) { srv.Stop() },
 	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			bh := blockingHandler{started: make(chan struct{})}
-			h, srv, cancelDone := serve(t, bh)
-			errCh := make(chan error, 1)
+		for _, mux := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/runs stream %v", name, mux), func(t *testing.T) {
+				t.Parallel()
+				bh := blockingHandler{started: make(chan struct{})}
+				h, srv, cancelDone := serve(t, bh)
+				if mux {
+					_, err := h.Info(t.Context())
+					require.NoError(t, err)
+				}
+				require.Equal(t, mux, h.(*grpcClient).mux.Load())
+				errCh := make(chan error, 1)
+				var out bytes.Buffer
+				go func() {
+					_, err := h.Run(t.Context(), Request{}, &out)
+					errCh <- err
+				}()
+				<-bh.started
+				kill(srv, cancelDone)
+				select {
+				case err := <-errCh:
+					require.ErrorIs(t, err, ErrPluginExited)
+					var pe *PluginExitedError
+					require.ErrorAs(t, err, &pe)
+					require.ErrorContains(t, err, "plugin exited: ")
+				case <-time.After(5 * time.Second):
+					t.Fatal("Run did not return after the plugin went away")
+				}
+				if name == "done ctx" {
+					// Once go-plugin knows, calls fail at once.
+					_, err := h.Info(t.Context())
+					require.ErrorIs(t, err, ErrPluginExited)
+				}
+			})
+		}
+	}
+}
+
+// echoHandler writes its fire id in two writes and succeeds with the job
+// id as exit code.
+type echoHandler struct{}
+
+func (echoHandler) Info(context.Context) (Info, error) {
+	return Info{Name: "echo", Version: "1", ParamsSchema: json.RawMessage(`{}`)}, nil
+}
+func (echoHandler) Validate(context.Context, json.RawMessage) error { return nil }
+func (echoHandler) Run(_ context.Context, req Request, out io.Writer) (Result, error) {
+	_, _ = io.WriteString(out, req.FireID)
+	_, _ = io.WriteString(out, "/end")
+	return Result{Status: StatusSuccess, ExitCode: int(req.JobID)}, nil
+}
+
+func TestRunsStreamKeepsEachRunsOutputAndResultApart(t *testing.T) {
+	t.Parallel()
+	h, _, _ := serve(t, echoHandler{})
+	_, err := h.Info(t.Context())
+	require.NoError(t, err)
+	require.True(t, h.(*grpcClient).mux.Load())
+	const n = 300
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
 			var out bytes.Buffer
-			go func() {
-				_, err := h.Run(t.Context(), Request{}, &out)
-				errCh <- err
-			}()
-			<-bh.started
-			kill(srv, cancelDone)
-			select {
-			case err := <-errCh:
-				require.ErrorIs(t, err, ErrPluginExited)
-				var pe *PluginExitedError
-				require.ErrorAs(t, err, &pe)
-				require.ErrorContains(t, err, "plugin exited: ")
-			case <-time.After(5 * time.Second):
-				t.Fatal("Run did not return after the plugin went away")
-			}
-			if name == "done ctx" {
-				// Once go-plugin knows, calls fail at once.
-				_, err := h.Info(t.Context())
-				require.ErrorIs(t, err, ErrPluginExited)
+			fire := fmt.Sprintf("fire-%d", i)
+			res, err := h.Run(t.Context(), Request{FireID: fire, JobID: int64(i)}, &out)
+			switch {
+			case err != nil:
+				errs <- fmt.Errorf("%s: %w", fire, err)
+			case res.Status != StatusSuccess || res.ExitCode != i:
+				errs <- fmt.Errorf("%s: result %+v", fire, res)
+			case out.String() != fire+"/end":
+				errs <- fmt.Errorf("%s: output %q", fire, out.String())
 			}
 		})
 	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// Every run went over the one stream.
+	rc := h.(*grpcClient).runs
+	rc.mu.Lock()
+	s := rc.stream
+	rc.mu.Unlock()
+	require.NotNil(t, s)
+	require.Equal(t, uint64(n), s.nextID)
+}
+
+// noRunsServer says it serves Runs (its Describe is the SDK's) but does not.
+type noRunsServer struct{ *grpcServer }
+
+func (noRunsServer) Runs(wire.Handler_RunsServer) error {
+	return status.Error(codes.Unimplemented, "no Runs here")
+}
+
+func TestHostFallsBackWhenAPluginDoesNotServeRuns(t *testing.T) {
+	t.Parallel()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := grpc.NewServer()
+	wire.RegisterHandlerServer(srv, noRunsServer{&grpcServer{impl: echoHandler{}}})
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	raw, err := GRPCPlugin(nil).GRPCClient(t.Context(), nil, conn)
+	require.NoError(t, err)
+	h := raw.(*grpcClient)
+	_, err = h.Info(t.Context())
+	require.NoError(t, err)
+	require.True(t, h.mux.Load())
+	var out bytes.Buffer
+	res, err := h.Run(t.Context(), Request{FireID: "f", JobID: 3}, &out)
+	require.NoError(t, err)
+	require.Equal(t, Result{Status: StatusSuccess, ExitCode: 3}, res)
+	require.Equal(t, "f/end", out.String())
+	require.False(t, h.mux.Load(), "later runs go a stream per run")
+}
+
+func TestRunsMessagesStayUnderTheBatchBound(t *testing.T) {
+	t.Parallel()
+	// Plugin side: queued events leave in as few messages as fit.
+	o := newRunsSender(nil, nil)
+	big := make([]byte, 300<<10)
+	for i := range 10 {
+		o.queue(&wire.RunsEvent{RunId: uint64(i), Event: &wire.RunsEvent_Output{Output: big}})
+	}
+	var sizes []int
+	for {
+		batch, _ := o.take()
+		if len(batch) == 0 {
+			break
+		}
+		sizes = append(sizes, len(batch))
+	}
+	require.Equal(t, []int{3, 3, 3, 1}, sizes)
+	for range 1000 {
+		o.queue(&wire.RunsEvent{RunId: 1, Event: &wire.RunsEvent_Result{Result: &wire.RunResult{Status: "success"}}})
+	}
+	batch, _ := o.take()
+	require.Len(t, batch, 1000, "small events all go in one message")
+
+	// Host side: starts likewise, with the cancels in the first message.
+	s := &runsStream{runs: map[uint64]*muxRun{}, kick: make(chan struct{}, 1), ended: make(chan struct{})}
+	for range 5 {
+		_, err := s.add(&muxRun{}, &wire.RunStart{Request: &wire.RunRequest{Params: big}})
+		require.NoError(t, err)
+	}
+	s.cancels = []uint64{7, 8}
+	msg := s.take()
+	require.Len(t, msg.GetStarts(), 3)
+	require.Equal(t, []uint64{7, 8}, msg.GetCancels())
+	require.LessOrEqual(t, proto.Size(msg), runsBatchBytes)
+	msg = s.take()
+	require.Len(t, msg.GetStarts(), 2)
+	require.Empty(t, msg.GetCancels())
+	require.Nil(t, s.take())
+
+	// A run given up on while its start is queued is never sent, and no
+	// cancel goes out for it; one already sent gets a cancel.
+	sent, _ := s.add(&muxRun{}, &wire.RunStart{})
+	require.Len(t, s.take().GetStarts(), 1)
+	queued, _ := s.add(&muxRun{}, &wire.RunStart{})
+	kept, _ := s.add(&muxRun{}, &wire.RunStart{})
+	s.abandon(queued)
+	s.abandon(sent)
+	msg = s.take()
+	require.Equal(t, []uint64{sent}, msg.GetCancels())
+	require.Len(t, msg.GetStarts(), 1)
+	require.Equal(t, kept, msg.GetStarts()[0].GetRunId())
 }
 
 func TestLoggerWritesGoPluginJSON(t *testing.T) {

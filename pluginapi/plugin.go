@@ -35,7 +35,7 @@ const PreviousProtocolVersion = 1
 
 // SDKVersion is this SDK's version, sent in Describe as
 // "cronix-pluginapi-go/<SDKVersion>".
-const SDKVersion = "1.2.0"
+const SDKVersion = "1.3.0"
 
 // Handshake is the go-plugin handshake shared by the host and every handler
 // plugin. The magic cookie only tells a plugin binary it was started by a
@@ -77,7 +77,7 @@ func (p *handlerPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 // GRPCClient gets doneCtx from go-plugin: it is cancelled when the plugin
 // process exits, and every call is merged with it.
 func (p *handlerPlugin) GRPCClient(doneCtx context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return &grpcClient{client: wire.NewHandlerClient(c), doneCtx: doneCtx}, nil
+	return newGRPCClient(wire.NewHandlerClient(c), doneCtx, true), nil
 }
 
 // ErrNotStartedByHost is returned by Serve when the binary was run directly

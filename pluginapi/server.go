@@ -67,16 +67,27 @@ func (s *grpcServer) Run(req *wire.RunRequest, stream wire.Handler_RunServer) er
 	}
 	ctx, release := handlerContext(stream.Context())
 	defer release()
-	w := newChunkWriter(func(b []byte) error {
+	send := func(b []byte) error {
 		return stream.Send(&wire.RunEvent{Event: &wire.RunEvent_Output{Output: b}})
-	})
-	if s.tracker != nil {
-		w.onWire = s.tracker
 	}
+	var marks wireMarks
+	if s.tracker != nil {
+		marks = s.tracker
+	}
+	res := s.serveRun(ctx, req, send, marks)
+	return stream.Send(&wire.RunEvent{Event: &wire.RunEvent_Result{Result: res}})
+}
+
+// serveRun runs one run: it waits for its start time (unless the handler
+// is an EarlyRunner), calls the handler with its output going to send in
+// batched chunks, and returns the run's result. marks, when not nil, lets
+// an immediate output chunk wait until it is on the connection.
+func (s *grpcServer) serveRun(ctx context.Context, req *wire.RunRequest, send func([]byte) error, marks wireMarks) *wire.RunResult {
+	w := newChunkWriter(send)
+	w.onWire = marks
 	if !s.runsEarly() && !waitStart(ctx, req.GetStartAtUnixNano()) {
 		w.Close()
-		res := Result{Status: StatusFailed, ExitCode: -1, Message: "cancelled before its start time"}
-		return stream.Send(&wire.RunEvent{Event: &wire.RunEvent_Result{Result: resultToWire(res, nil)}})
+		return resultToWire(Result{Status: StatusFailed, ExitCode: -1, Message: "cancelled before its start time"}, nil)
 	}
 	res, err := s.run(ctx, requestFromWire(req), w)
 	w.Close()
@@ -86,7 +97,7 @@ func (s *grpcServer) Run(req *wire.RunRequest, stream wire.Handler_RunServer) er
 	if err != nil && res.Status == "" {
 		res.Status = StatusFailed
 	}
-	return stream.Send(&wire.RunEvent{Event: &wire.RunEvent_Result{Result: resultToWire(res, err)}})
+	return resultToWire(res, err)
 }
 
 // runsEarly reports whether the handler is an EarlyRunner that waits for
@@ -133,6 +144,16 @@ func handlerContext(stream context.Context) (context.Context, func()) {
 	}
 }
 
+// wireMarks tells when a sent chunk is on the connection: mark, taken
+// right after a send, and wait(mark), which returns once a connection
+// write that began after it finished (or after a bound). *wireTracker is
+// one for a Run stream; a Runs stream's sender knows the mark of the
+// message that carried a chunk.
+type wireMarks interface {
+	mark() uint64
+	wait(mark uint64) bool
+}
+
 // errWriterClosed is returned by writes to a run's output after the
 // handler's Run returned.
 var errWriterClosed = errors.New("pluginapi: run output written after Run returned")
@@ -155,7 +176,7 @@ type chunkWriter struct {
 	closed bool
 	// onWire, when set, lets an immediate send wait until the chunk is on
 	// the connection.
-	onWire *wireTracker
+	onWire wireMarks
 	// The current window of immediate sends.
 	windowStart time.Time
 	windowSends int

@@ -17,12 +17,13 @@ import (
 
 func infoToWire(i Info) *wire.DescribeResponse {
 	return &wire.DescribeResponse{
-		Name:         i.Name,
-		Version:      i.Version,
-		Description:  i.Description,
-		ParamsSchema: i.ParamsSchema,
-		Sdk:          "cronix-pluginapi-go/" + SDKVersion,
-		HoldsStartAt: true, // grpcServer.Run waits for start_at
+		Name:            i.Name,
+		Version:         i.Version,
+		Description:     i.Description,
+		ParamsSchema:    i.ParamsSchema,
+		Sdk:             "cronix-pluginapi-go/" + SDKVersion,
+		HoldsStartAt:    true, // grpcServer.Run waits for start_at
+		MultiplexesRuns: true, // grpcServer serves Runs
 	}
 }
 

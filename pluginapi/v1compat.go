@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -48,7 +49,7 @@ func (p handlerPluginV1) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error 
 }
 
 func (p handlerPluginV1) GRPCClient(doneCtx context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return &grpcClient{client: v1Client{wirev1.NewHandlerClient(c)}, doneCtx: doneCtx}, nil
+	return newGRPCClient(v1Client{wirev1.NewHandlerClient(c)}, doneCtx, false), nil
 }
 
 // v1Server serves protocol v1 with the v2 implementation.
@@ -115,7 +116,9 @@ func (c v1Client) Describe(ctx context.Context, _ *wire.DescribeRequest, opts ..
 	if err != nil {
 		return nil, err
 	}
-	return recast(resp, &wire.DescribeResponse{}), nil
+	d := recast(resp, &wire.DescribeResponse{})
+	d.MultiplexesRuns = false // v1 has no Runs
+	return d, nil
 }
 
 func (c v1Client) Validate(ctx context.Context, req *wire.ValidateRequest, opts ...grpc.CallOption) (*wire.ValidateResponse, error) {
@@ -131,6 +134,11 @@ func (c v1Client) Run(ctx context.Context, req *wire.RunRequest, opts ...grpc.Ca
 		return nil, err
 	}
 	return v1RunClientStream{stream}, nil
+}
+
+// Runs is not in v1.
+func (c v1Client) Runs(context.Context, ...grpc.CallOption) (grpc.BidiStreamingClient[wire.RunsRequest, wire.RunsEvents], error) {
+	return nil, status.Error(codes.Unimplemented, "protocol v1 has no Runs")
 }
 
 // v1RunClientStream receives v1 run events as v2 ones.

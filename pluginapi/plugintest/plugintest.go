@@ -8,6 +8,7 @@ import (
 	"context"
 	"net"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -18,8 +19,9 @@ import (
 // Connect serves h on a loopback gRPC server through the same adapters a
 // plugin process uses and returns a Handler that calls it the way the node
 // does: output streamed in chunks, errors and their kinds carried over the
-// wire, ctx deadline and cancellation propagated. Everything is torn down
-// when the test ends.
+// wire, ctx deadline and cancellation propagated. Like the node it asks
+// for the handler's Info once first, so runs travel as on the node: all on
+// one Runs stream. Everything is torn down when the test ends.
 func Connect(t testing.TB, h pluginapi.Handler) pluginapi.Handler {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -54,5 +56,13 @@ func Connect(t testing.TB, h pluginapi.Handler) pluginapi.Handler {
 	if err != nil {
 		t.Fatalf("plugintest: client: %v", err)
 	}
-	return raw.(pluginapi.Handler)
+	h = raw.(pluginapi.Handler)
+	// The node asks every plugin process for its Info once, before any
+	// run; what it says decides how runs travel (one Runs stream for
+	// all, or a stream per run), so do the same. An error here is the
+	// test's to find when it calls Info itself.
+	ctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	_, _ = h.Info(ctx)
+	return h
 }

@@ -140,9 +140,11 @@ type DescribeResponse struct {
 	// True when the plugin honours RunRequest.start_at_unix_nano (waits
 	// until then before running the handler). Only then does the host send
 	// a run before its start time. Added in SDK 1.1; absent = false.
-	HoldsStartAt  bool `protobuf:"varint,6,opt,name=holds_start_at,json=holdsStartAt,proto3" json:"holds_start_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	HoldsStartAt bool `protobuf:"varint,6,opt,name=holds_start_at,json=holdsStartAt,proto3" json:"holds_start_at,omitempty"`
+	// True when the plugin serves Runs. Added in SDK 1.3; absent = false.
+	MultiplexesRuns bool `protobuf:"varint,7,opt,name=multiplexes_runs,json=multiplexesRuns,proto3" json:"multiplexes_runs,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *DescribeResponse) Reset() {
@@ -213,6 +215,13 @@ func (x *DescribeResponse) GetSdk() string {
 func (x *DescribeResponse) GetHoldsStartAt() bool {
 	if x != nil {
 		return x.HoldsStartAt
+	}
+	return false
+}
+
+func (x *DescribeResponse) GetMultiplexesRuns() bool {
+	if x != nil {
+		return x.MultiplexesRuns
 	}
 	return false
 }
@@ -570,6 +579,266 @@ func (x *RunResult) GetError() *Error {
 	return nil
 }
 
+// RunsRequest is what the host sends on Runs: runs to start and runs to
+// cancel, any number of each.
+type RunsRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Starts []*RunStart            `protobuf:"bytes,1,rep,name=starts,proto3" json:"starts,omitempty"`
+	// Runs to cancel (a kill), by RunStart.run_id. The handler's context is
+	// cancelled and the run still ends with its result. Unknown or finished
+	// ids are ignored.
+	Cancels       []uint64 `protobuf:"varint,2,rep,packed,name=cancels,proto3" json:"cancels,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunsRequest) Reset() {
+	*x = RunsRequest{}
+	mi := &file_v2_handler_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunsRequest) ProtoMessage() {}
+
+func (x *RunsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_v2_handler_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunsRequest.ProtoReflect.Descriptor instead.
+func (*RunsRequest) Descriptor() ([]byte, []int) {
+	return file_v2_handler_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RunsRequest) GetStarts() []*RunStart {
+	if x != nil {
+		return x.Starts
+	}
+	return nil
+}
+
+func (x *RunsRequest) GetCancels() []uint64 {
+	if x != nil {
+		return x.Cancels
+	}
+	return nil
+}
+
+// RunStart is one run to start on Runs.
+type RunStart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Chosen by the host, unique on the stream; every event of the run
+	// carries it.
+	RunId   uint64      `protobuf:"varint,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Request *RunRequest `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	// The job's deadline (Unix nanoseconds, UTC), the role the call's gRPC
+	// deadline has for Run; 0 = none. The handler's context ends then.
+	DeadlineUnixNano int64 `protobuf:"varint,3,opt,name=deadline_unix_nano,json=deadlineUnixNano,proto3" json:"deadline_unix_nano,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *RunStart) Reset() {
+	*x = RunStart{}
+	mi := &file_v2_handler_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunStart) ProtoMessage() {}
+
+func (x *RunStart) ProtoReflect() protoreflect.Message {
+	mi := &file_v2_handler_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunStart.ProtoReflect.Descriptor instead.
+func (*RunStart) Descriptor() ([]byte, []int) {
+	return file_v2_handler_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RunStart) GetRunId() uint64 {
+	if x != nil {
+		return x.RunId
+	}
+	return 0
+}
+
+func (x *RunStart) GetRequest() *RunRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *RunStart) GetDeadlineUnixNano() int64 {
+	if x != nil {
+		return x.DeadlineUnixNano
+	}
+	return 0
+}
+
+// RunsEvents is what the plugin sends on Runs: events of any runs.
+type RunsEvents struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*RunsEvent           `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunsEvents) Reset() {
+	*x = RunsEvents{}
+	mi := &file_v2_handler_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunsEvents) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunsEvents) ProtoMessage() {}
+
+func (x *RunsEvents) ProtoReflect() protoreflect.Message {
+	mi := &file_v2_handler_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunsEvents.ProtoReflect.Descriptor instead.
+func (*RunsEvents) Descriptor() ([]byte, []int) {
+	return file_v2_handler_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RunsEvents) GetEvents() []*RunsEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+// RunsEvent is one event of one run on Runs, as RunEvent is on Run.
+type RunsEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	RunId uint64                 `protobuf:"varint,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// Types that are valid to be assigned to Event:
+	//
+	//	*RunsEvent_Output
+	//	*RunsEvent_Result
+	Event         isRunsEvent_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunsEvent) Reset() {
+	*x = RunsEvent{}
+	mi := &file_v2_handler_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunsEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunsEvent) ProtoMessage() {}
+
+func (x *RunsEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_v2_handler_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunsEvent.ProtoReflect.Descriptor instead.
+func (*RunsEvent) Descriptor() ([]byte, []int) {
+	return file_v2_handler_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *RunsEvent) GetRunId() uint64 {
+	if x != nil {
+		return x.RunId
+	}
+	return 0
+}
+
+func (x *RunsEvent) GetEvent() isRunsEvent_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *RunsEvent) GetOutput() []byte {
+	if x != nil {
+		if x, ok := x.Event.(*RunsEvent_Output); ok {
+			return x.Output
+		}
+	}
+	return nil
+}
+
+func (x *RunsEvent) GetResult() *RunResult {
+	if x != nil {
+		if x, ok := x.Event.(*RunsEvent_Result); ok {
+			return x.Result
+		}
+	}
+	return nil
+}
+
+type isRunsEvent_Event interface {
+	isRunsEvent_Event()
+}
+
+type RunsEvent_Output struct {
+	// A chunk of the run's combined output, in order.
+	Output []byte `protobuf:"bytes,2,opt,name=output,proto3,oneof"`
+}
+
+type RunsEvent_Result struct {
+	// The run's outcome: always the run's last event.
+	Result *RunResult `protobuf:"bytes,3,opt,name=result,proto3,oneof"`
+}
+
+func (*RunsEvent_Output) isRunsEvent_Event() {}
+
+func (*RunsEvent_Result) isRunsEvent_Event() {}
+
 // Error is a handler error with its kind. It is the detail of a gRPC status
 // for unary calls and a field of RunResult for Run.
 type Error struct {
@@ -584,7 +853,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_v2_handler_proto_msgTypes[7]
+	mi := &file_v2_handler_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -596,7 +865,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_v2_handler_proto_msgTypes[7]
+	mi := &file_v2_handler_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -609,7 +878,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_v2_handler_proto_rawDescGZIP(), []int{7}
+	return file_v2_handler_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Error) GetKind() ErrorKind {
@@ -638,14 +907,15 @@ var File_v2_handler_proto protoreflect.FileDescriptor
 const file_v2_handler_proto_rawDesc = "" +
 	"\n" +
 	"\x10v2/handler.proto\x12\x13cronix.pluginapi.v2\"\x11\n" +
-	"\x0fDescribeRequest\"\xbf\x01\n" +
+	"\x0fDescribeRequest\"\xea\x01\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12 \n" +
 	"\vdescription\x18\x03 \x01(\tR\vdescription\x12#\n" +
 	"\rparams_schema\x18\x04 \x01(\fR\fparamsSchema\x12\x10\n" +
 	"\x03sdk\x18\x05 \x01(\tR\x03sdk\x12$\n" +
-	"\x0eholds_start_at\x18\x06 \x01(\bR\fholdsStartAt\")\n" +
+	"\x0eholds_start_at\x18\x06 \x01(\bR\fholdsStartAt\x12)\n" +
+	"\x10multiplexes_runs\x18\a \x01(\bR\x0fmultiplexesRuns\")\n" +
 	"\x0fValidateRequest\x12\x16\n" +
 	"\x06params\x18\x01 \x01(\fR\x06params\"\x12\n" +
 	"\x10ValidateResponse\"\xad\x02\n" +
@@ -670,7 +940,22 @@ const file_v2_handler_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\x1b\n" +
 	"\texit_code\x18\x02 \x01(\x03R\bexitCode\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x120\n" +
-	"\x05error\x18\x04 \x01(\v2\x1a.cronix.pluginapi.v2.ErrorR\x05error\"k\n" +
+	"\x05error\x18\x04 \x01(\v2\x1a.cronix.pluginapi.v2.ErrorR\x05error\"^\n" +
+	"\vRunsRequest\x125\n" +
+	"\x06starts\x18\x01 \x03(\v2\x1d.cronix.pluginapi.v2.RunStartR\x06starts\x12\x18\n" +
+	"\acancels\x18\x02 \x03(\x04R\acancels\"\x8a\x01\n" +
+	"\bRunStart\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\x04R\x05runId\x129\n" +
+	"\arequest\x18\x02 \x01(\v2\x1f.cronix.pluginapi.v2.RunRequestR\arequest\x12,\n" +
+	"\x12deadline_unix_nano\x18\x03 \x01(\x03R\x10deadlineUnixNano\"D\n" +
+	"\n" +
+	"RunsEvents\x126\n" +
+	"\x06events\x18\x01 \x03(\v2\x1e.cronix.pluginapi.v2.RunsEventR\x06events\"\x7f\n" +
+	"\tRunsEvent\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\x04R\x05runId\x12\x18\n" +
+	"\x06output\x18\x02 \x01(\fH\x00R\x06output\x128\n" +
+	"\x06result\x18\x03 \x01(\v2\x1e.cronix.pluginapi.v2.RunResultH\x00R\x06resultB\a\n" +
+	"\x05event\"k\n" +
 	"\x05Error\x122\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1e.cronix.pluginapi.v2.ErrorKindR\x04kind\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
@@ -679,11 +964,12 @@ const file_v2_handler_proto_rawDesc = "" +
 	"\x16ERROR_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14ERROR_KIND_RETRYABLE\x10\x01\x12\x18\n" +
 	"\x14ERROR_KIND_PERMANENT\x10\x02\x12\x1d\n" +
-	"\x19ERROR_KIND_INVALID_PARAMS\x10\x032\x84\x02\n" +
+	"\x19ERROR_KIND_INVALID_PARAMS\x10\x032\xd3\x02\n" +
 	"\aHandler\x12W\n" +
 	"\bDescribe\x12$.cronix.pluginapi.v2.DescribeRequest\x1a%.cronix.pluginapi.v2.DescribeResponse\x12W\n" +
 	"\bValidate\x12$.cronix.pluginapi.v2.ValidateRequest\x1a%.cronix.pluginapi.v2.ValidateResponse\x12G\n" +
-	"\x03Run\x12\x1f.cronix.pluginapi.v2.RunRequest\x1a\x1d.cronix.pluginapi.v2.RunEvent0\x01B4Z2github.com/cronix/cronix/pluginapi/internal/wirev2b\x06proto3"
+	"\x03Run\x12\x1f.cronix.pluginapi.v2.RunRequest\x1a\x1d.cronix.pluginapi.v2.RunEvent0\x01\x12M\n" +
+	"\x04Runs\x12 .cronix.pluginapi.v2.RunsRequest\x1a\x1f.cronix.pluginapi.v2.RunsEvents(\x010\x01B4Z2github.com/cronix/cronix/pluginapi/internal/wirev2b\x06proto3"
 
 var (
 	file_v2_handler_proto_rawDescOnce sync.Once
@@ -698,7 +984,7 @@ func file_v2_handler_proto_rawDescGZIP() []byte {
 }
 
 var file_v2_handler_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_v2_handler_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_v2_handler_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_v2_handler_proto_goTypes = []any{
 	(ErrorKind)(0),           // 0: cronix.pluginapi.v2.ErrorKind
 	(*DescribeRequest)(nil),  // 1: cronix.pluginapi.v2.DescribeRequest
@@ -708,23 +994,33 @@ var file_v2_handler_proto_goTypes = []any{
 	(*RunRequest)(nil),       // 5: cronix.pluginapi.v2.RunRequest
 	(*RunEvent)(nil),         // 6: cronix.pluginapi.v2.RunEvent
 	(*RunResult)(nil),        // 7: cronix.pluginapi.v2.RunResult
-	(*Error)(nil),            // 8: cronix.pluginapi.v2.Error
+	(*RunsRequest)(nil),      // 8: cronix.pluginapi.v2.RunsRequest
+	(*RunStart)(nil),         // 9: cronix.pluginapi.v2.RunStart
+	(*RunsEvents)(nil),       // 10: cronix.pluginapi.v2.RunsEvents
+	(*RunsEvent)(nil),        // 11: cronix.pluginapi.v2.RunsEvent
+	(*Error)(nil),            // 12: cronix.pluginapi.v2.Error
 }
 var file_v2_handler_proto_depIdxs = []int32{
-	7, // 0: cronix.pluginapi.v2.RunEvent.result:type_name -> cronix.pluginapi.v2.RunResult
-	8, // 1: cronix.pluginapi.v2.RunResult.error:type_name -> cronix.pluginapi.v2.Error
-	0, // 2: cronix.pluginapi.v2.Error.kind:type_name -> cronix.pluginapi.v2.ErrorKind
-	1, // 3: cronix.pluginapi.v2.Handler.Describe:input_type -> cronix.pluginapi.v2.DescribeRequest
-	3, // 4: cronix.pluginapi.v2.Handler.Validate:input_type -> cronix.pluginapi.v2.ValidateRequest
-	5, // 5: cronix.pluginapi.v2.Handler.Run:input_type -> cronix.pluginapi.v2.RunRequest
-	2, // 6: cronix.pluginapi.v2.Handler.Describe:output_type -> cronix.pluginapi.v2.DescribeResponse
-	4, // 7: cronix.pluginapi.v2.Handler.Validate:output_type -> cronix.pluginapi.v2.ValidateResponse
-	6, // 8: cronix.pluginapi.v2.Handler.Run:output_type -> cronix.pluginapi.v2.RunEvent
-	6, // [6:9] is the sub-list for method output_type
-	3, // [3:6] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	7,  // 0: cronix.pluginapi.v2.RunEvent.result:type_name -> cronix.pluginapi.v2.RunResult
+	12, // 1: cronix.pluginapi.v2.RunResult.error:type_name -> cronix.pluginapi.v2.Error
+	9,  // 2: cronix.pluginapi.v2.RunsRequest.starts:type_name -> cronix.pluginapi.v2.RunStart
+	5,  // 3: cronix.pluginapi.v2.RunStart.request:type_name -> cronix.pluginapi.v2.RunRequest
+	11, // 4: cronix.pluginapi.v2.RunsEvents.events:type_name -> cronix.pluginapi.v2.RunsEvent
+	7,  // 5: cronix.pluginapi.v2.RunsEvent.result:type_name -> cronix.pluginapi.v2.RunResult
+	0,  // 6: cronix.pluginapi.v2.Error.kind:type_name -> cronix.pluginapi.v2.ErrorKind
+	1,  // 7: cronix.pluginapi.v2.Handler.Describe:input_type -> cronix.pluginapi.v2.DescribeRequest
+	3,  // 8: cronix.pluginapi.v2.Handler.Validate:input_type -> cronix.pluginapi.v2.ValidateRequest
+	5,  // 9: cronix.pluginapi.v2.Handler.Run:input_type -> cronix.pluginapi.v2.RunRequest
+	8,  // 10: cronix.pluginapi.v2.Handler.Runs:input_type -> cronix.pluginapi.v2.RunsRequest
+	2,  // 11: cronix.pluginapi.v2.Handler.Describe:output_type -> cronix.pluginapi.v2.DescribeResponse
+	4,  // 12: cronix.pluginapi.v2.Handler.Validate:output_type -> cronix.pluginapi.v2.ValidateResponse
+	6,  // 13: cronix.pluginapi.v2.Handler.Run:output_type -> cronix.pluginapi.v2.RunEvent
+	10, // 14: cronix.pluginapi.v2.Handler.Runs:output_type -> cronix.pluginapi.v2.RunsEvents
+	11, // [11:15] is the sub-list for method output_type
+	7,  // [7:11] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_v2_handler_proto_init() }
@@ -736,13 +1032,17 @@ func file_v2_handler_proto_init() {
 		(*RunEvent_Output)(nil),
 		(*RunEvent_Result)(nil),
 	}
+	file_v2_handler_proto_msgTypes[10].OneofWrappers = []any{
+		(*RunsEvent_Output)(nil),
+		(*RunsEvent_Result)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_v2_handler_proto_rawDesc), len(file_v2_handler_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   8,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

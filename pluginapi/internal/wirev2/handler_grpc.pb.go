@@ -38,6 +38,7 @@ const (
 	Handler_Describe_FullMethodName = "/cronix.pluginapi.v2.Handler/Describe"
 	Handler_Validate_FullMethodName = "/cronix.pluginapi.v2.Handler/Validate"
 	Handler_Run_FullMethodName      = "/cronix.pluginapi.v2.Handler/Run"
+	Handler_Runs_FullMethodName     = "/cronix.pluginapi.v2.Handler/Runs"
 )
 
 // HandlerClient is the client API for Handler service.
@@ -56,6 +57,16 @@ type HandlerClient interface {
 	// kill is the call's cancellation. The stream carries zero or more
 	// output chunks followed by exactly one result, then ends.
 	Run(ctx context.Context, in *RunRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunEvent], error)
+	// Runs carries many runs on one stream, both ways: the host sends runs
+	// to start and runs to cancel, the plugin sends their output and
+	// results, many to a message. For each run the events are those of Run
+	// (zero or more output chunks, then exactly one result), in order. A
+	// host calls it only when DescribeResponse.multiplexes_runs is true, and
+	// falls back to Run otherwise; it keeps one such stream open per plugin
+	// connection. Ending the stream (either side) ends every run on it: the
+	// plugin cancels their handlers and the host fails those without a
+	// result. Added in SDK 1.3.
+	Runs(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[RunsRequest, RunsEvents], error)
 }
 
 type handlerClient struct {
@@ -105,6 +116,19 @@ func (c *handlerClient) Run(ctx context.Context, in *RunRequest, opts ...grpc.Ca
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Handler_RunClient = grpc.ServerStreamingClient[RunEvent]
 
+func (c *handlerClient) Runs(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[RunsRequest, RunsEvents], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Handler_ServiceDesc.Streams[1], Handler_Runs_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[RunsRequest, RunsEvents]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Handler_RunsClient = grpc.BidiStreamingClient[RunsRequest, RunsEvents]
+
 // HandlerServer is the server API for Handler service.
 // All implementations must embed UnimplementedHandlerServer
 // for forward compatibility.
@@ -121,6 +145,16 @@ type HandlerServer interface {
 	// kill is the call's cancellation. The stream carries zero or more
 	// output chunks followed by exactly one result, then ends.
 	Run(*RunRequest, grpc.ServerStreamingServer[RunEvent]) error
+	// Runs carries many runs on one stream, both ways: the host sends runs
+	// to start and runs to cancel, the plugin sends their output and
+	// results, many to a message. For each run the events are those of Run
+	// (zero or more output chunks, then exactly one result), in order. A
+	// host calls it only when DescribeResponse.multiplexes_runs is true, and
+	// falls back to Run otherwise; it keeps one such stream open per plugin
+	// connection. Ending the stream (either side) ends every run on it: the
+	// plugin cancels their handlers and the host fails those without a
+	// result. Added in SDK 1.3.
+	Runs(grpc.BidiStreamingServer[RunsRequest, RunsEvents]) error
 	mustEmbedUnimplementedHandlerServer()
 }
 
@@ -139,6 +173,9 @@ func (UnimplementedHandlerServer) Validate(context.Context, *ValidateRequest) (*
 }
 func (UnimplementedHandlerServer) Run(*RunRequest, grpc.ServerStreamingServer[RunEvent]) error {
 	return status.Errorf(codes.Unimplemented, "method Run not implemented")
+}
+func (UnimplementedHandlerServer) Runs(grpc.BidiStreamingServer[RunsRequest, RunsEvents]) error {
+	return status.Errorf(codes.Unimplemented, "method Runs not implemented")
 }
 func (UnimplementedHandlerServer) mustEmbedUnimplementedHandlerServer() {}
 func (UnimplementedHandlerServer) testEmbeddedByValue()                 {}
@@ -208,6 +245,13 @@ func _Handler_Run_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Handler_RunServer = grpc.ServerStreamingServer[RunEvent]
 
+func _Handler_Runs_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(HandlerServer).Runs(&grpc.GenericServerStream[RunsRequest, RunsEvents]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Handler_RunsServer = grpc.BidiStreamingServer[RunsRequest, RunsEvents]
+
 // Handler_ServiceDesc is the grpc.ServiceDesc for Handler service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -229,6 +273,12 @@ var Handler_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "Run",
 			Handler:       _Handler_Run_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Runs",
+			Handler:       _Handler_Runs_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "v2/handler.proto",

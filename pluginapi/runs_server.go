@@ -156,9 +156,10 @@ func newRunsSender(stream wire.Handler_RunsServer, tracker *wireTracker) *runsSe
 	return &runsSender{stream: stream, tracker: tracker, kick: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
-// queue queues ev to be sent.
+// queue queues ev to be sent. After a send error it is dropped: the
+// stream is gone, and the host fails the runs it had on it.
 func (o *runsSender) queue(ev *wire.RunsEvent) {
-	o.enqueue(runsItem{ev: ev})
+	_ = o.enqueue(runsItem{ev: ev})
 }
 
 // sendWait queues ev and waits until the message carrying it was handed

@@ -159,6 +159,11 @@ func TestRunsStreamKeepsEachRunsOutputAndResultApart(t *testing.T) {
 	rc.mu.Unlock()
 	require.NotNil(t, s)
 	require.Equal(t, uint64(n), s.nextID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Empty(t, s.runs, "a finished run leaves nothing behind")
+	require.Empty(t, s.starts)
+	require.Empty(t, s.cancels)
 }
 
 // noRunsServer says it serves Runs (its Describe is the SDK's) but does not.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -336,4 +337,88 @@ func TestWireTrackerReleasesOnlyWaitersPastTheirMark(t *testing.T) {
 
 	tr.maxWait = time.Millisecond
 	require.False(t, tr.wait(tr.mark()), "no write after the mark: gives up after maxWait")
+}
+
+// killableHandler writes "started", then either succeeds at once (params
+// "quick") or waits for its ctx and reports how it ended; returned counts
+// the waiting runs that returned.
+type killableHandler struct {
+	returned *atomic.Int64
+}
+
+func (killableHandler) Info(context.Context) (Info, error) {
+	return Info{Name: "killable", Version: "1", ParamsSchema: json.RawMessage(`{}`)}, nil
+}
+func (killableHandler) Validate(context.Context, json.RawMessage) error { return nil }
+func (h killableHandler) Run(ctx context.Context, req Request, out io.Writer) (Result, error) {
+	_, _ = io.WriteString(out, "started")
+	if string(req.Params) == `"quick"` {
+		return Result{Status: StatusSuccess}, nil
+	}
+	<-ctx.Done()
+	h.returned.Add(1)
+	return Result{Status: StatusFailed, ExitCode: -1, Message: ctx.Err().Error()}, nil
+}
+
+// startedWriter closes started on the first write.
+type startedWriter struct {
+	once    sync.Once
+	started chan struct{}
+}
+
+func (w *startedWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() { close(w.started) })
+	return len(p), nil
+}
+
+func TestRunsStreamKillsAndTimeoutsAmongManyRuns(t *testing.T) {
+	t.Parallel()
+	var returned atomic.Int64
+	h, _, _ := serve(t, killableHandler{returned: &returned})
+	_, err := h.Info(t.Context())
+	require.NoError(t, err)
+	require.True(t, h.(*grpcClient).mux.Load())
+	const n = 150
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			switch i % 3 {
+			case 0: // killed once it started
+				ctx, cancel := context.WithCancel(t.Context())
+				w := &startedWriter{started: make(chan struct{})}
+				go func() {
+					select {
+					case <-w.started:
+					case <-ctx.Done():
+					}
+					cancel()
+				}()
+				res, err := h.Run(ctx, Request{FireID: fmt.Sprint(i), Params: json.RawMessage(`"wait"`)}, w)
+				if !errors.Is(err, context.Canceled) || res.Message != "killed" {
+					errs <- fmt.Errorf("run %d (kill): %+v, %v", i, res, err)
+				}
+			case 1: // its deadline passes while it waits
+				ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+				defer cancel()
+				res, err := h.Run(ctx, Request{FireID: fmt.Sprint(i), Params: json.RawMessage(`"wait"`)}, io.Discard)
+				if !errors.Is(err, context.DeadlineExceeded) || res.Status != StatusFailed {
+					errs <- fmt.Errorf("run %d (timeout): %+v, %v", i, res, err)
+				}
+			default:
+				res, err := h.Run(t.Context(), Request{FireID: fmt.Sprint(i), Params: json.RawMessage(`"quick"`)}, io.Discard)
+				if err != nil || res.Status != StatusSuccess {
+					errs <- fmt.Errorf("run %d (quick): %+v, %v", i, res, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// Every waiting handler saw its ctx end on the plugin side: the kills
+	// reached it and the deadlines applied there.
+	require.Eventually(t, func() bool { return returned.Load() == 2*n/3 }, 10*time.Second, 10*time.Millisecond)
 }

@@ -396,19 +396,19 @@ func TestRunsStreamKillsAndTimeoutsAmongManyRuns(t *testing.T) {
 				}()
 				res, err := h.Run(ctx, Request{FireID: fmt.Sprint(i), Params: json.RawMessage(`"wait"`)}, w)
 				if !errors.Is(err, context.Canceled) || res.Message != "killed" {
-					errs <- fmt.Errorf("run %d (kill): %+v, %v", i, res, err)
+					errs <- fmt.Errorf("run %d (kill): %+v, %w", i, res, err)
 				}
 			case 1: // its deadline passes while it waits
 				ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 				defer cancel()
 				res, err := h.Run(ctx, Request{FireID: fmt.Sprint(i), Params: json.RawMessage(`"wait"`)}, io.Discard)
 				if !errors.Is(err, context.DeadlineExceeded) || res.Status != StatusFailed {
-					errs <- fmt.Errorf("run %d (timeout): %+v, %v", i, res, err)
+					errs <- fmt.Errorf("run %d (timeout): %+v, %w", i, res, err)
 				}
 			default:
 				res, err := h.Run(t.Context(), Request{FireID: fmt.Sprint(i), Params: json.RawMessage(`"quick"`)}, io.Discard)
 				if err != nil || res.Status != StatusSuccess {
-					errs <- fmt.Errorf("run %d (quick): %+v, %v", i, res, err)
+					errs <- fmt.Errorf("run %d (quick): %+v, %w", i, res, err)
 				}
 			}
 		})

@@ -217,9 +217,12 @@ func (s *runsStream) send() {
 				break
 			}
 			if err := s.stream.Send(msg); err != nil {
-				// The receiver gets the stream's real error; this one ends
-				// the stream if it does not.
-				s.end(fmt.Errorf("sending runs: %w", err))
+				// io.EOF: the stream ended, and the receiver gets its
+				// status (the plugin's Unimplemented, an exit) and ends
+				// it with that. Any other error is local: end it here.
+				if !errors.Is(err, io.EOF) {
+					s.end(fmt.Errorf("sending runs: %w", err))
+				}
 				return
 			}
 		}

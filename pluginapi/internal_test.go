@@ -65,6 +65,17 @@ func serve(t *testing.T, h Handler) (Handler, *grpc.Server, context.CancelFunc) 
 	return raw.(Handler), srv, cancel
 }
 
+// serveOnRunsStream serves h as serve does and asks for its Info, as the
+// node does first, so that its runs go on the Runs stream.
+func serveOnRunsStream(t *testing.T, h Handler) Handler {
+	t.Helper()
+	c, _, _ := serve(t, h)
+	_, err := c.Info(t.Context())
+	require.NoError(t, err)
+	require.True(t, c.(*grpcClient).mux.Load(), "a current plugin serves Runs")
+	return c
+}
+
 func TestPluginExitDuringRun(t *testing.T) {
 	t.Parallel()
 	for name, kill := range map[string]func(*grpc.Server, context.CancelFunc){
@@ -126,10 +137,7 @@ func (echoHandler) Run(_ context.Context, req Request, out io.Writer) (Result, e
 
 func TestRunsStreamKeepsEachRunsOutputAndResultApart(t *testing.T) {
 	t.Parallel()
-	h, _, _ := serve(t, echoHandler{})
-	_, err := h.Info(t.Context())
-	require.NoError(t, err)
-	require.True(t, h.(*grpcClient).mux.Load())
+	h := serveOnRunsStream(t, echoHandler{})
 	const n = 300
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -374,10 +382,7 @@ func (w *startedWriter) Write(p []byte) (int, error) {
 func TestRunsStreamKillsAndTimeoutsAmongManyRuns(t *testing.T) {
 	t.Parallel()
 	var returned atomic.Int64
-	h, _, _ := serve(t, killableHandler{returned: &returned})
-	_, err := h.Info(t.Context())
-	require.NoError(t, err)
-	require.True(t, h.(*grpcClient).mux.Load())
+	h := serveOnRunsStream(t, killableHandler{returned: &returned})
 	const n = 150
 	var wg sync.WaitGroup
 	errs := make(chan error, n)

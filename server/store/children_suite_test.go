@@ -56,15 +56,19 @@ func runMigrationRerunSuite(t *testing.T, newDSN func(t *testing.T) string) {
 	// A migration whose process crashed after its statements but before it
 	// was recorded runs again on the next start: on MySQL, where DDL is not
 	// transactional, that re-runs ALTERs that add an existing index or drop
-	// a dropped one (0011), and must succeed.
+	// a dropped one (0011), and must succeed; on SQLite 0012 rebuilds the runs
+	// table it already rebuilt.
 	t.Run("MigrationRerun", func(t *testing.T) {
 		t.Parallel()
 		ctx := testCtx(t)
 		dsn := newDSN(t)
 		s := openDSN(t, dsn)
 		want := migrationVersions(t, s.Dialect())
-		last := want[len(want)-1]
-		require.NoError(t, s.ForgetMigration(ctx, last))
+		for _, v := range want {
+			if v >= 11 { // 12 rebuilds SQLite's runs table from the one it left
+				require.NoError(t, s.ForgetMigration(ctx, v))
+			}
+		}
 		require.NoError(t, s.Close())
 		s2 := openDSN(t, dsn)
 		got, err := s2.AppliedMigrations(ctx)

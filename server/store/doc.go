@@ -33,7 +33,13 @@
 //
 // # Runs
 //
-// Runs are unique by fire id. InsertRuns and ApplyResults are batched: one
+// Runs are unique by fire id. On SQLite the unique index is on
+// (fire_key, fire_id), fire_key being the fire id after its first '-' (the
+// scheduled unix ms): it orders a tick's fires after the previous tick's,
+// so a tick's inserts write the index's last pages instead of a page per
+// job (SQLite's WAL writes every page a commit touched). Every read by fire
+// id names both columns (firekey.go); PostgreSQL and MySQL keep a unique
+// index on fire_id alone. InsertRuns and ApplyResults are batched: one
 // multi-row statement per chunk of at most 1,000 rows and about 4 MiB
 // (below MySQL's max_allowed_packet), all chunks of a call in one
 // transaction, rows sorted by fire id so that concurrent overlapping

@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
+
+	schema "github.com/cronix/cronix/sql"
+)
 
 // AppliedMigrations lists the versions in the bookkeeping table (tests only).
 func (s *Store) AppliedMigrations(ctx context.Context) ([]int64, error) {
@@ -48,3 +52,47 @@ func (s *Store) ForgetMigration(ctx context.Context, version int64) error {
 	_, err := s.db.NewDelete().TableExpr(migrationsTable).Where("version = ?", version).Exec(ctx)
 	return err
 }
+
+// OpenAtVersion opens dsn and applies the migrations up to version only,
+// as a binary of that schema would have left the database (tests only;
+// SQLite and PostgreSQL).
+func OpenAtVersion(ctx context.Context, dsn string, version int64) (*Store, error) {
+	db, dialect, gate, err := openDB(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{db: db, dialect: dialect, gate: gate}
+	migs, err := schema.Load(dialect)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	var upTo []schema.Migration
+	for _, m := range migs {
+		if m.Version <= version {
+			upTo = append(upTo, m)
+		}
+	}
+	if err := s.migrateTx(ctx, upTo); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// ExplainRunsByFireIDs is SQLite's query plan of the reads by fire id:
+// RunByFireID's and one RunsByFireIDs statement of ids (tests only).
+func (s *Store) ExplainRunsByFireIDs(ctx context.Context, ids []string) (one, many []string, err error) {
+	var row runRow
+	cond, args := s.fireIDEquals("r.", ids[0])
+	if one, err = s.explain(ctx, s.db.NewSelect().Model(&row).Where(cond, args...).String()); err != nil {
+		return nil, nil, err
+	}
+	var rows []runRow
+	cond, args = s.fireIDsIn("r.", s.fireIDChunks(ids, maxIDsPerStatement)[0])
+	many, err = s.explain(ctx, s.db.NewSelect().Model(&rows).Where(cond, args...).String())
+	return one, many, err
+}
+
+// FireIDChunks is fireIDChunks (tests only).
+func (s *Store) FireIDChunks(ids []string, maxIDs int) [][]string { return s.fireIDChunks(ids, maxIDs) }

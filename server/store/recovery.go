@@ -17,22 +17,18 @@ const maxIDsPerStatement = 1000
 // id order; ids without a run are left out. It reads with one statement per
 // 1000 ids (the trigger loop calls it for replayed fires, which are rare).
 func (s *Store) RunsByFireIDs(ctx context.Context, fireIDs []string) ([]Run, error) {
-	ids := uniqueSorted(fireIDs)
 	var out []Run
-	for start := 0; start < len(ids); start += maxIDsPerStatement {
-		chunk := ids[start:min(start+maxIDsPerStatement, len(ids))]
+	for _, chunk := range s.fireIDChunks(fireIDs, maxIDsPerStatement) {
 		var rows []runRow
-		err := s.db.NewSelect().Model(&rows).
-			Where("r.fire_id IN (?)", bun.List(chunk)).
-			Order("r.fire_id ASC").
-			Scan(ctx)
-		if err != nil {
+		cond, args := s.fireIDsIn("r.", chunk)
+		if err := s.db.NewSelect().Model(&rows).Where(cond, args...).Scan(ctx); err != nil {
 			return nil, wrap(err, "runs by %d fire ids", len(chunk))
 		}
 		for i := range rows {
 			out = append(out, rows[i].domain())
 		}
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].FireID < out[j].FireID })
 	return out, nil
 }
 
@@ -70,7 +66,8 @@ func (s *Store) ActiveRunsNotOn(ctx context.Context, liveNodes []string, afterID
 // all in one transaction.
 func (s *Store) MarkLost(ctx context.Context, fireIDs []string, msg string) (int, error) {
 	ids := uniqueSorted(fireIDs)
-	if len(ids) == 0 {
+	chunks := s.fireIDChunks(ids, maxIDsPerStatement)
+	if len(chunks) == 0 {
 		return 0, nil
 	}
 	message, _ := cleanText(msg, maxMessageBytes)
@@ -78,14 +75,14 @@ func (s *Store) MarkLost(ctx context.Context, fireIDs []string, msg string) (int
 	changed := 0
 	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		changed = 0
-		for start := 0; start < len(ids); start += maxIDsPerStatement {
-			chunk := ids[start:min(start+maxIDsPerStatement, len(ids))]
+		for _, chunk := range chunks {
+			cond, args := s.fireIDsIn("", chunk)
 			res, err := tx.NewUpdate().Model((*runRow)(nil)).
 				Set("status = ?", cluster.StatusLost).
 				Set("message = ?", message).
 				Set("finished_at = ?", t).
 				Set("updated_at = ?", t).
-				Where("fire_id IN (?)", bun.List(chunk)).
+				Where(cond, args...).
 				Where("status NOT IN (" + terminalList + ")").
 				Exec(ctx)
 			if err != nil {

@@ -31,6 +31,14 @@ func runRecoverySuite(t *testing.T, open func(t *testing.T) *store.Store) {
 				ids = append(ids, r.FireID)
 			}
 		}
+		// A shard and a manual fire too: their fire keys ("<ms>-s<i>",
+		// "m<rev>") sort apart from the scheduled ones on SQLite.
+		shard := newRun(j.ID, at)
+		shard.FireID, shard.Node = cluster.ShardFireID(j.ID, at, 2), "n1"
+		manual := newRun(j.ID, at)
+		manual.FireID, manual.Node, manual.Trigger = cluster.ManualFireID(j.ID, 99), "n1", cluster.TriggerManual
+		runs = append(runs, shard, manual)
+		ids = append(ids, shard.FireID, manual.FireID)
 		_, err := s.InsertRuns(ctx, runs)
 		require.NoError(t, err)
 		got, err := s.RunsByFireIDs(ctx, append(ids, "no-such-fire", ids[0]))
@@ -40,11 +48,29 @@ func runRecoverySuite(t *testing.T, open func(t *testing.T) *store.Store) {
 		for _, id := range ids {
 			want[id] = true
 		}
-		for _, r := range got {
+		for i, r := range got {
 			require.True(t, want[r.FireID], r.FireID)
 			require.Equal(t, "n1", r.Node)
 			require.Equal(t, cluster.StatusTriggered, r.Status)
+			if i > 0 {
+				require.Less(t, got[i-1].FireID, r.FireID, "in fire id order")
+			}
 		}
+		nodes, err := s.RunNodes(ctx, append(ids, "no-such-fire"))
+		require.NoError(t, err)
+		require.Len(t, nodes, len(ids))
+		for _, id := range ids {
+			require.Equal(t, "n1", nodes[id], id)
+		}
+		lost, err := s.MarkLost(ctx, ids, "gone")
+		require.NoError(t, err)
+		require.Equal(t, len(ids), lost)
+		r, err := s.RunByFireID(ctx, manual.FireID)
+		require.NoError(t, err)
+		require.Equal(t, cluster.StatusLost, r.Status)
+		r, err = s.RunByFireID(ctx, runs[1].FireID) // not listed
+		require.NoError(t, err)
+		require.Equal(t, cluster.StatusTriggered, r.Status)
 		none, err := s.RunsByFireIDs(ctx, nil)
 		require.NoError(t, err)
 		require.Empty(t, none)

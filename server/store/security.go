@@ -94,14 +94,14 @@ func (s *Store) ListSecurityEvents(ctx context.Context, p Page) ([]SecurityEvent
 // ("" for a run with no node); fires without a run are absent.
 func (s *Store) RunNodes(ctx context.Context, fireIDs []string) (map[string]string, error) {
 	out := make(map[string]string, len(fireIDs))
-	for start := 0; start < len(fireIDs); start += 500 {
-		chunk := fireIDs[start:min(len(fireIDs), start+500)]
+	for _, chunk := range s.fireIDChunks(fireIDs, 500) {
 		var rows []struct {
 			FireID string `bun:"fire_id"`
 			Node   string `bun:"node"`
 		}
+		cond, args := s.fireIDsIn("", chunk)
 		if err := s.db.NewSelect().Table("runs").Column("fire_id", "node").
-			Where("fire_id IN (?)", bun.List(chunk)).Scan(ctx, &rows); err != nil {
+			Where(cond, args...).Scan(ctx, &rows); err != nil {
 			return nil, wrap(err, "read the nodes of %d runs", len(chunk))
 		}
 		for _, r := range rows {

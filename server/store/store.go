@@ -415,7 +415,7 @@ func (s *Store) insertRunChunk(ctx context.Context, tx bun.Tx, chunk []runRow) (
 	if s.dialect != schema.MySQL {
 		// RETURNING lists only the rows the statement inserted.
 		err := tx.NewInsert().Model(&chunk).Column(runInsertColumns...).
-			On("CONFLICT (fire_id) DO NOTHING").
+			On(s.fireConflict("DO NOTHING")).
 			Returning("fire_id").
 			Scan(ctx, &got)
 		return got, err
@@ -530,7 +530,7 @@ func (s *Store) applyResultChunk(ctx context.Context, tx bun.Tx, chunk []runRow)
 		// RETURNING lists only the rows the statement inserted or updated:
 		// the WHERE clause of DO UPDATE skips terminal runs.
 		err := tx.NewInsert().Model(&chunk).Column(runInsertColumns...).
-			On("CONFLICT (fire_id) DO UPDATE").Set(upsertResultSet).
+			On(s.fireConflict("DO UPDATE")).Set(upsertResultSet).
 			Where("r.status NOT IN ("+terminalList+")").
 			Returning("fire_id, job_id, status").
 			Scan(ctx, &changed)
@@ -623,7 +623,8 @@ func (s *Store) GetRun(ctx context.Context, id int64) (*Run, error) {
 // RunByFireID returns a run or ErrNotFound.
 func (s *Store) RunByFireID(ctx context.Context, fireID string) (*Run, error) {
 	var row runRow
-	if err := s.db.NewSelect().Model(&row).Where("r.fire_id = ?", fireID).Scan(ctx); err != nil {
+	cond, args := s.fireIDEquals("r.", fireID)
+	if err := s.db.NewSelect().Model(&row).Where(cond, args...).Scan(ctx); err != nil {
 		return nil, wrap(err, "run %q", fireID)
 	}
 	r := row.domain()

@@ -89,10 +89,17 @@ func (s *Store) ExplainRunsByFireIDs(ctx context.Context, ids []string) (one, ma
 		return nil, nil, err
 	}
 	var rows []runRow
-	cond, args = s.fireIDsIn("r.", s.fireIDChunks(ids, maxIDsPerStatement)[0])
-	many, err = s.explain(ctx, s.db.NewSelect().Model(&rows).Where(cond, args...).String())
+	b := s.fireIDBatches("r.", ids, maxIDsPerStatement)[0]
+	many, err = s.explain(ctx, s.db.NewSelect().Model(&rows).Where(b.where, b.args...).String())
 	return one, many, err
 }
 
-// FireIDChunks is fireIDChunks (tests only).
-func (s *Store) FireIDChunks(ids []string, maxIDs int) [][]string { return s.fireIDChunks(ids, maxIDs) }
+// FireIDChunks lists the fire ids of each of fireIDBatches' batches (tests
+// only).
+func (s *Store) FireIDChunks(ids []string, maxIDs int) [][]string {
+	var chunks [][]string
+	for _, b := range s.fireIDBatches("", ids, maxIDs) {
+		chunks = append(chunks, b.ids)
+	}
+	return chunks
+}

@@ -45,57 +45,48 @@ func (s *Store) fireIDEquals(alias, fireID string) (string, []any) {
 	return alias + "fire_id = ?", []any{fireID}
 }
 
-// fireIDChunks splits unique fire ids into the groups one statement's
-// fireIDsIn condition may list: at most maxIDs ids and, on SQLite, at most
-// maxFireKeysPerStatement distinct fire keys. The ids come back sorted (by
-// fire key first on SQLite).
-func (s *Store) fireIDChunks(ids []string, maxIDs int) [][]string {
-	ids = uniqueSorted(ids)
-	if s.dialect == schema.SQLite {
-		sort.SliceStable(ids, func(i, j int) bool { return fireKey(ids[i]) < fireKey(ids[j]) })
-	}
-	var chunks [][]string
-	start, keys := 0, 0
-	for i, id := range ids {
-		newKey := i == start || fireKey(id) != fireKey(ids[i-1])
-		if i > start && (i-start == maxIDs || (s.dialect == schema.SQLite && newKey && keys == maxFireKeysPerStatement)) {
-			chunks = append(chunks, ids[start:i])
-			start, keys, newKey = i, 0, true
-		}
-		if newKey {
-			keys++
-		}
-	}
-	if start < len(ids) {
-		chunks = append(chunks, ids[start:])
-	}
-	return chunks
+// fireIDBatch is one statement's share of a lookup by fire ids: the ids
+// and the condition (with its arguments) that matches exactly them.
+type fireIDBatch struct {
+	ids   []string
+	where string
+	args  []any
 }
 
-// fireIDsIn is the condition and arguments matching the runs whose fire id
-// is one of a chunk from fireIDChunks, with the table alias. On SQLite it is
-// one term per fire key, "(fire_key = ? AND fire_id IN (…)) OR …", which
-// SQLite answers with one index search per fire id.
-func (s *Store) fireIDsIn(alias string, chunk []string) (string, []any) {
+// fireIDBatches splits fire ids (duplicates dropped) into the batches of
+// one statement each, with the table alias (e.g. "r.", or ""): at most
+// maxIDs ids and, on SQLite, at most maxFireKeysPerStatement fire keys,
+// each its own term, "(fire_key = ? AND fire_id IN (…)) OR …", which SQLite
+// answers with one index search per fire id.
+func (s *Store) fireIDBatches(alias string, fireIDs []string, maxIDs int) []fireIDBatch {
+	ids := uniqueSorted(fireIDs)
+	var batches []fireIDBatch
 	if s.dialect != schema.SQLite {
-		return alias + "fire_id IN (?)", []any{bun.List(chunk)}
-	}
-	var b strings.Builder
-	var args []any
-	b.WriteByte('(')
-	for start := 0; start < len(chunk); {
-		key := fireKey(chunk[start])
-		end := start + 1
-		for end < len(chunk) && fireKey(chunk[end]) == key {
-			end++
+		for start := 0; start < len(ids); start += maxIDs {
+			chunk := ids[start:min(start+maxIDs, len(ids))]
+			batches = append(batches, fireIDBatch{ids: chunk, where: alias + "fire_id IN (?)", args: []any{bun.List(chunk)}})
 		}
-		if start > 0 {
-			b.WriteString(" OR ")
-		}
-		b.WriteString("(" + alias + "fire_key = ? AND " + alias + "fire_id IN (?))")
-		args = append(args, key, bun.List(chunk[start:end]))
-		start = end
+		return batches
 	}
-	b.WriteByte(')')
-	return b.String(), args
+	sort.SliceStable(ids, func(i, j int) bool { return fireKey(ids[i]) < fireKey(ids[j]) })
+	var (
+		terms []string
+		args  []any
+		first int // ids[first:] are not in a batch yet
+	)
+	for i := 0; i < len(ids); {
+		key := fireKey(ids[i])
+		j := i + 1
+		for j < len(ids) && j-first < maxIDs && fireKey(ids[j]) == key {
+			j++
+		}
+		terms = append(terms, "("+alias+"fire_key = ? AND "+alias+"fire_id IN (?))")
+		args = append(args, key, bun.List(ids[i:j]))
+		i = j
+		if i == len(ids) || i-first == maxIDs || len(terms) == maxFireKeysPerStatement {
+			batches = append(batches, fireIDBatch{ids: ids[first:i], where: "(" + strings.Join(terms, " OR ") + ")", args: args})
+			terms, args, first = nil, nil, i
+		}
+	}
+	return batches
 }

@@ -15,14 +15,14 @@ const maxIDsPerStatement = 1000
 
 // RunsByFireIDs returns the runs recorded under the given fire ids, in fire
 // id order; ids without a run are left out. It reads with one statement per
-// 1000 ids (the trigger loop calls it for replayed fires, which are rare).
+// 1000 ids (100 fire keys on SQLite: fireIDBatches); the trigger loop calls
+// it for replayed fires, which are rare.
 func (s *Store) RunsByFireIDs(ctx context.Context, fireIDs []string) ([]Run, error) {
 	var out []Run
-	for _, chunk := range s.fireIDChunks(fireIDs, maxIDsPerStatement) {
+	for _, b := range s.fireIDBatches("r.", fireIDs, maxIDsPerStatement) {
 		var rows []runRow
-		cond, args := s.fireIDsIn("r.", chunk)
-		if err := s.db.NewSelect().Model(&rows).Where(cond, args...).Scan(ctx); err != nil {
-			return nil, wrap(err, "runs by %d fire ids", len(chunk))
+		if err := s.db.NewSelect().Model(&rows).Where(b.where, b.args...).Scan(ctx); err != nil {
+			return nil, wrap(err, "runs by %d fire ids", len(b.ids))
 		}
 		for i := range rows {
 			out = append(out, rows[i].domain())
@@ -62,12 +62,11 @@ func (s *Store) ActiveRunsNotOn(ctx context.Context, liveNodes []string, afterID
 
 // MarkLost moves the runs with the given fire ids that are not finished to
 // status lost, with message msg and finished_at now; a terminal run is never
-// changed. It returns how many runs it changed. One statement per 1000 ids,
-// all in one transaction.
+// changed. It returns how many runs it changed. One statement per batch of
+// fireIDBatches (1000 ids), all in one transaction.
 func (s *Store) MarkLost(ctx context.Context, fireIDs []string, msg string) (int, error) {
-	ids := uniqueSorted(fireIDs)
-	chunks := s.fireIDChunks(ids, maxIDsPerStatement)
-	if len(chunks) == 0 {
+	batches := s.fireIDBatches("", fireIDs, maxIDsPerStatement)
+	if len(batches) == 0 {
 		return 0, nil
 	}
 	message, _ := cleanText(msg, maxMessageBytes)
@@ -75,14 +74,13 @@ func (s *Store) MarkLost(ctx context.Context, fireIDs []string, msg string) (int
 	changed := 0
 	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		changed = 0
-		for _, chunk := range chunks {
-			cond, args := s.fireIDsIn("", chunk)
+		for _, b := range batches {
 			res, err := tx.NewUpdate().Model((*runRow)(nil)).
 				Set("status = ?", cluster.StatusLost).
 				Set("message = ?", message).
 				Set("finished_at = ?", t).
 				Set("updated_at = ?", t).
-				Where(cond, args...).
+				Where(b.where, b.args...).
 				Where("status NOT IN (" + terminalList + ")").
 				Exec(ctx)
 			if err != nil {
@@ -97,7 +95,7 @@ func (s *Store) MarkLost(ctx context.Context, fireIDs []string, msg string) (int
 		return nil
 	})
 	if err != nil {
-		return 0, wrap(err, "mark %d runs lost", len(ids))
+		return 0, wrap(err, "mark %d runs lost", len(fireIDs))
 	}
 	return changed, nil
 }

@@ -94,15 +94,14 @@ func (s *Store) ListSecurityEvents(ctx context.Context, p Page) ([]SecurityEvent
 // ("" for a run with no node); fires without a run are absent.
 func (s *Store) RunNodes(ctx context.Context, fireIDs []string) (map[string]string, error) {
 	out := make(map[string]string, len(fireIDs))
-	for _, chunk := range s.fireIDChunks(fireIDs, 500) {
+	for _, b := range s.fireIDBatches("", fireIDs, 500) {
 		var rows []struct {
 			FireID string `bun:"fire_id"`
 			Node   string `bun:"node"`
 		}
-		cond, args := s.fireIDsIn("", chunk)
 		if err := s.db.NewSelect().Table("runs").Column("fire_id", "node").
-			Where(cond, args...).Scan(ctx, &rows); err != nil {
-			return nil, wrap(err, "read the nodes of %d runs", len(chunk))
+			Where(b.where, b.args...).Scan(ctx, &rows); err != nil {
+			return nil, wrap(err, "read the nodes of %d runs", len(b.ids))
 		}
 		for _, r := range rows {
 			out[r.FireID] = r.Node

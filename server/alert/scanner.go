@@ -119,15 +119,16 @@ func (sc *scanner) load(ctx context.Context) error {
 }
 
 // pass reads the runs that became terminal since the cursor and raises
-// their events; every overlapEvery it starts Overlap plus overlapEvery
-// before the cursor instead, and raises the events of the runs there not
-// seen yet. The overlap covers transactions that commit well after they
-// stamped updated_at (a writer queued on a lock); runs seen already are
-// skipped by id. The runs are read in two steps so that a pass costs in
-// proportion to the runs it has not seen: their keys (id, updated_at) from
-// an index only, then the few columns that tell whether a run can raise
-// anything, for the unseen ones only; a run's other columns and output are
-// read only when it raises an event.
+// their events; every overlapEvery it first re-reads the runs from Overlap
+// plus overlapEvery before the cursor through the cursor, and raises the
+// events of those not seen yet. The overlap covers transactions that commit
+// well after they stamped updated_at (a writer queued on a lock); runs seen
+// already are skipped by id. The runs are read in two steps so that a pass
+// costs in proportion to the runs it has not seen: their keys (ids alone for
+// the overlap, id and updated_at after the cursor) from an index only, then
+// the few columns that tell whether a run can raise anything, for the unseen
+// ones only; a run's other columns and output are read only when it raises
+// an event.
 func (sc *scanner) pass(ctx context.Context) error {
 	set, err := sc.s.Settings(ctx)
 	if err != nil {
@@ -137,15 +138,31 @@ func (sc *scanner) pass(ctx context.Context) error {
 	until := now.Add(-sc.s.cfg.Settle)
 	// The overlap is re-read every overlapEvery (and on the first pass of a
 	// term), from far enough back that a run stamped up to Overlap before
-	// the cursor of any pass in between is read; other passes start at the
-	// cursor.
+	// the cursor of any pass in between is read.
 	every := sc.overlapEvery()
 	lo := sc.cursor.At.Add(-sc.s.cfg.Overlap - every)
-	page := sc.cursor
-	if sc.overlapAt.IsZero() || time.Since(sc.overlapAt) >= every {
-		page, sc.overlapAt = scanCursor{At: lo}, time.Now()
-	}
 	latest := sc.cursor
+	if sc.overlapAt.IsZero() || time.Since(sc.overlapAt) >= every {
+		ids, err := sc.s.cfg.Store.TerminalRunIDsThrough(ctx, lo, sc.cursor.At, sc.cursor.ID)
+		if err != nil {
+			return err
+		}
+		var fresh []int64
+		for _, id := range ids {
+			if _, ok := sc.seen[id]; !ok {
+				fresh = append(fresh, id)
+			}
+		}
+		for len(fresh) > 0 {
+			n := min(len(fresh), scanBatch)
+			if err := sc.heads(ctx, set, fresh[:n], &latest); err != nil {
+				return err
+			}
+			fresh = fresh[n:]
+		}
+		sc.overlapAt = time.Now()
+	}
+	page := sc.cursor
 	for {
 		keys, err := sc.s.cfg.Store.TerminalRunKeysSince(ctx, page.At, page.ID, until, scanBatch)
 		if err != nil {
@@ -158,21 +175,8 @@ func (sc *scanner) pass(ctx context.Context) error {
 				fresh = append(fresh, k.ID)
 			}
 		}
-		// Terminal runs never change, so the heads are those of the keys
-		// (less any run deleted in between), in the same order.
-		runs, err := sc.s.cfg.Store.TerminalRunHeads(ctx, fresh)
-		if err != nil {
+		if err := sc.heads(ctx, set, fresh, &latest); err != nil {
 			return err
-		}
-		for i := range runs {
-			r := &runs[i]
-			if err := sc.run(ctx, set, r); err != nil {
-				return err
-			}
-			sc.seen[r.ID] = r.UpdatedAt
-			if latest.before(r.UpdatedAt, r.ID) {
-				latest = scanCursor{At: r.UpdatedAt, ID: r.ID}
-			}
 		}
 		if len(keys) < scanBatch {
 			break
@@ -191,6 +195,28 @@ func (sc *scanner) pass(ctx context.Context) error {
 		}
 	}
 	return sc.undispatched(ctx, now.Add(-time.Duration(set.MissedThreshold)))
+}
+
+// heads reads the heads of the runs with the given ids and raises their
+// events in (updated_at, id) order, marking each seen and moving latest
+// past it. Terminal runs never change, so the heads are those of the ids
+// (less any run deleted in between).
+func (sc *scanner) heads(ctx context.Context, set Settings, ids []int64, latest *scanCursor) error {
+	runs, err := sc.s.cfg.Store.TerminalRunHeads(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for i := range runs {
+		r := &runs[i]
+		if err := sc.run(ctx, set, r); err != nil {
+			return err
+		}
+		sc.seen[r.ID] = r.UpdatedAt
+		if latest.before(r.UpdatedAt, r.ID) {
+			*latest = scanCursor{At: r.UpdatedAt, ID: r.ID}
+		}
+	}
+	return nil
 }
 
 // undispatched raises schedule.missed for fires still not dispatched a

@@ -31,6 +31,7 @@ type Store interface {
 	PutSetting(ctx context.Context, name, value, updatedBy string) error
 	GetJob(ctx context.Context, id int64) (*store.Job, error)
 	TerminalRunKeysSince(ctx context.Context, since time.Time, afterID int64, until time.Time, limit int) ([]store.ScanKey, error)
+	TerminalRunIDsThrough(ctx context.Context, since, through time.Time, throughID int64) ([]int64, error)
 	TerminalRunHeads(ctx context.Context, ids []int64) ([]store.Run, error)
 	UndispatchedRunsBefore(ctx context.Context, before time.Time, afterID int64, limit int) ([]store.Run, error)
 	RunByFireID(ctx context.Context, fireID string) (*store.Run, error)

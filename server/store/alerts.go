@@ -500,6 +500,35 @@ func (s *Store) TerminalRunKeysSince(ctx context.Context, since time.Time, after
 	return keys, nil
 }
 
+// TerminalRunIDsThrough returns the ids of the terminal runs whose
+// (updated_at, id) is at or after (since, 0) and at or before (through,
+// throughID): the runs up to the alert scanner's cursor that it re-reads
+// for late commits. Like TerminalRunKeysSince it scans
+// runs_updated_at_id_status_idx and reads no table row; reading ids alone,
+// with no limit, costs a fraction of paging through the keys
+// (the range is the scanner's overlap, seconds of runs). They are in
+// (updated_at, id) order, the index's.
+func (s *Store) TerminalRunIDsThrough(ctx context.Context, since, through time.Time, throughID int64) ([]int64, error) {
+	var ids []int64
+	err := terminalThrough(s.db.NewSelect().TableExpr(s.scanTable()).Column("r.id"), since, through, throughID).
+		Scan(ctx, &ids)
+	if err != nil {
+		return nil, wrap(err, "list ids of runs finished from %s to %s", since.Format(time.RFC3339Nano), through.Format(time.RFC3339Nano))
+	}
+	return ids, nil
+}
+
+// terminalThrough restricts q to the terminal runs from (since, 0) through
+// (through, throughID) in (updated_at, id) order; as in terminalSince the
+// plain bounds on updated_at come first for the planners.
+func terminalThrough(q *bun.SelectQuery, since, through time.Time, throughID int64) *bun.SelectQuery {
+	return q.Where("r.updated_at >= ?", utc(since)).
+		Where("r.updated_at <= ?", utc(through)).
+		Where("(r.updated_at < ? OR r.id <= ?)", utc(through), throughID).
+		Where("r.status IN (" + terminalList + ")").
+		OrderExpr("r.updated_at ASC, r.id ASC")
+}
+
 // scanTable is the runs table, as r, for the alert scanner's reads. SQLite
 // has no statistics (no ANALYZE) and would take "status IN (...)" on
 // runs_status_idx for the selective term, which reads every terminal run

@@ -205,6 +205,18 @@ func runAlertSuite(t *testing.T, open func(t *testing.T) *store.Store) {
 		require.NoError(t, err)
 		require.Len(t, keys, 1, "limit")
 
+		// Ids through a key: the same runs up to and including it, from
+		// since on.
+		ids, err := s.TerminalRunIDsThrough(ctx, start, got[1].UpdatedAt, got[1].ID)
+		require.NoError(t, err)
+		require.Equal(t, []int64{got[0].ID, got[1].ID}, ids)
+		ids, err = s.TerminalRunIDsThrough(ctx, start, got[1].UpdatedAt, got[1].ID-1)
+		require.NoError(t, err)
+		require.Equal(t, []int64{got[0].ID}, ids, "the key itself is the bound")
+		ids, err = s.TerminalRunIDsThrough(ctx, got[1].UpdatedAt.Add(time.Microsecond), time.Now().Add(time.Minute), 0)
+		require.NoError(t, err)
+		require.Empty(t, ids, "since is after both")
+
 		// Heads: terminal runs only, in (updated_at, id) order, with the
 		// columns that decide whether a run raises an alert.
 		heads, err := s.TerminalRunHeads(ctx, []int64{got[1].ID, runIDOf(t, s, runs[0].FireID), got[0].ID, 1 << 40})

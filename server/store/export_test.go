@@ -20,6 +20,13 @@ func (s *Store) ExplainTerminalRunKeys(ctx context.Context) ([]string, error) {
 		now(), 7, now(), 500).String())
 }
 
+// ExplainTerminalRunIDs is SQLite's query plan of TerminalRunIDsThrough
+// (tests only).
+func (s *Store) ExplainTerminalRunIDs(ctx context.Context) ([]string, error) {
+	return s.explain(ctx, terminalThrough(s.db.NewSelect().TableExpr(s.scanTable()).Column("r.id"),
+		now(), now(), 7).String())
+}
+
 // ExplainTerminalRunHeads is SQLite's query plan of TerminalRunHeads
 // (tests only).
 func (s *Store) ExplainTerminalRunHeads(ctx context.Context) ([]string, error) {

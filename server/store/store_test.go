@@ -136,6 +136,18 @@ func TestTerminalRunKeysPlan(t *testing.T) {
 	}, plan)
 }
 
+// TestTerminalRunIDsPlan: the scanner's re-read of its overlap is a range
+// of the same covering index, with no sort.
+func TestTerminalRunIDsPlan(t *testing.T) {
+	t.Parallel()
+	s := openDSN(t, "sqlite://"+filepath.Join(t.TempDir(), "cronix.db"))
+	plan, err := s.ExplainTerminalRunIDs(testCtx(t))
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		"SEARCH r USING COVERING INDEX runs_updated_at_id_status_idx (updated_at>? AND updated_at<?)",
+	}, plan)
+}
+
 // TestTerminalRunHeadsPlan: the scanner's read of unseen runs looks them up
 // by primary key.
 func TestTerminalRunHeadsPlan(t *testing.T) {

@@ -147,18 +147,8 @@ func (sc *scanner) pass(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		var fresh []int64
-		for _, id := range ids {
-			if _, ok := sc.seen[id]; !ok {
-				fresh = append(fresh, id)
-			}
-		}
-		for len(fresh) > 0 {
-			n := min(len(fresh), scanBatch)
-			if err := sc.heads(ctx, set, fresh[:n], &latest); err != nil {
-				return err
-			}
-			fresh = fresh[n:]
+		if err := sc.heads(ctx, set, sc.unseen(ids), &latest); err != nil {
+			return err
 		}
 		sc.overlapAt = time.Now()
 	}
@@ -168,14 +158,11 @@ func (sc *scanner) pass(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		var fresh []int64
-		for _, k := range keys {
-			page = scanCursor{At: k.UpdatedAt, ID: k.ID}
-			if _, ok := sc.seen[k.ID]; !ok {
-				fresh = append(fresh, k.ID)
-			}
+		ids := make([]int64, len(keys))
+		for i, k := range keys {
+			page, ids[i] = scanCursor{At: k.UpdatedAt, ID: k.ID}, k.ID
 		}
-		if err := sc.heads(ctx, set, fresh, &latest); err != nil {
+		if err := sc.heads(ctx, set, sc.unseen(ids), &latest); err != nil {
 			return err
 		}
 		if len(keys) < scanBatch {
@@ -197,23 +184,38 @@ func (sc *scanner) pass(ctx context.Context) error {
 	return sc.undispatched(ctx, now.Add(-time.Duration(set.MissedThreshold)))
 }
 
-// heads reads the heads of the runs with the given ids and raises their
-// events in (updated_at, id) order, marking each seen and moving latest
-// past it. Terminal runs never change, so the heads are those of the ids
-// (less any run deleted in between).
-func (sc *scanner) heads(ctx context.Context, set Settings, ids []int64, latest *scanCursor) error {
-	runs, err := sc.s.cfg.Store.TerminalRunHeads(ctx, ids)
-	if err != nil {
-		return err
+// unseen returns the ids not in seen, in their order.
+func (sc *scanner) unseen(ids []int64) []int64 {
+	var fresh []int64
+	for _, id := range ids {
+		if _, ok := sc.seen[id]; !ok {
+			fresh = append(fresh, id)
+		}
 	}
-	for i := range runs {
-		r := &runs[i]
-		if err := sc.run(ctx, set, r); err != nil {
+	return fresh
+}
+
+// heads reads the heads of the runs with the given ids (in (updated_at,
+// id) order), scanBatch a query, and raises their events in that order,
+// marking each seen and moving latest past it. Terminal runs never change,
+// so the heads are those of the ids (less any run deleted in between).
+func (sc *scanner) heads(ctx context.Context, set Settings, ids []int64, latest *scanCursor) error {
+	for len(ids) > 0 {
+		n := min(len(ids), scanBatch)
+		runs, err := sc.s.cfg.Store.TerminalRunHeads(ctx, ids[:n])
+		if err != nil {
 			return err
 		}
-		sc.seen[r.ID] = r.UpdatedAt
-		if latest.before(r.UpdatedAt, r.ID) {
-			*latest = scanCursor{At: r.UpdatedAt, ID: r.ID}
+		ids = ids[n:]
+		for i := range runs {
+			r := &runs[i]
+			if err := sc.run(ctx, set, r); err != nil {
+				return err
+			}
+			sc.seen[r.ID] = r.UpdatedAt
+			if latest.before(r.UpdatedAt, r.ID) {
+				*latest = scanCursor{At: r.UpdatedAt, ID: r.ID}
+			}
 		}
 	}
 	return nil

@@ -489,8 +489,7 @@ type ScanKey struct {
 // row, so re-reading runs already handled costs little.
 func (s *Store) TerminalRunKeysSince(ctx context.Context, since time.Time, afterID int64, until time.Time, limit int) ([]ScanKey, error) {
 	var keys []ScanKey
-	err := terminalSince(s.db.NewSelect().TableExpr(s.scanTable()).Column("r.id", "r.updated_at"), since, afterID, until, limit).
-		Scan(ctx, &keys)
+	err := terminalSince(s.scanSelect("r.id", "r.updated_at"), since, afterID, until, limit).Scan(ctx, &keys)
 	if err != nil {
 		return nil, wrap(err, "list keys of runs finished since %s", since.Format(time.RFC3339Nano))
 	}
@@ -510,23 +509,11 @@ func (s *Store) TerminalRunKeysSince(ctx context.Context, since time.Time, after
 // (updated_at, id) order, the index's.
 func (s *Store) TerminalRunIDsThrough(ctx context.Context, since, through time.Time, throughID int64) ([]int64, error) {
 	var ids []int64
-	err := terminalThrough(s.db.NewSelect().TableExpr(s.scanTable()).Column("r.id"), since, through, throughID).
-		Scan(ctx, &ids)
+	err := terminalThrough(s.scanSelect("r.id"), since, through, throughID).Scan(ctx, &ids)
 	if err != nil {
 		return nil, wrap(err, "list ids of runs finished from %s to %s", since.Format(time.RFC3339Nano), through.Format(time.RFC3339Nano))
 	}
 	return ids, nil
-}
-
-// terminalThrough restricts q to the terminal runs from (since, 0) through
-// (through, throughID) in (updated_at, id) order; as in terminalSince the
-// plain bounds on updated_at come first for the planners.
-func terminalThrough(q *bun.SelectQuery, since, through time.Time, throughID int64) *bun.SelectQuery {
-	return q.Where("r.updated_at >= ?", utc(since)).
-		Where("r.updated_at <= ?", utc(through)).
-		Where("(r.updated_at < ? OR r.id <= ?)", utc(through), throughID).
-		Where("r.status IN (" + terminalList + ")").
-		OrderExpr("r.updated_at ASC, r.id ASC")
 }
 
 // scanTable is the runs table, as r, for the alert scanner's reads. SQLite
@@ -541,16 +528,35 @@ func (s *Store) scanTable() string {
 	return "runs AS r"
 }
 
-// terminalSince restricts q to the terminal runs after (since, afterID) and
-// not after until, in (updated_at, id) order. The bound "updated_at >=
-// since" comes first and alone, so that every dialect's planner starts the
-// index range there; the OR only filters the rows at since itself.
-func terminalSince(q *bun.SelectQuery, since time.Time, afterID int64, until time.Time, limit int) *bun.SelectQuery {
+// scanSelect selects columns of scanTable.
+func (s *Store) scanSelect(columns ...string) *bun.SelectQuery {
+	return s.db.NewSelect().TableExpr(s.scanTable()).Column(columns...)
+}
+
+// terminalBetween restricts q to the terminal runs with updated_at from
+// since to until, in (updated_at, id) order. The plain bound "updated_at >=
+// since" comes first, so that every dialect's planner starts the index
+// range there; the callers' OR terms only filter the rows at either end.
+func terminalBetween(q *bun.SelectQuery, since, until time.Time) *bun.SelectQuery {
 	return q.Where("r.updated_at >= ?", utc(since)).
 		Where("r.updated_at <= ?", utc(until)).
-		Where("(r.updated_at > ? OR r.id > ?)", utc(since), afterID).
 		Where("r.status IN (" + terminalList + ")").
-		OrderExpr("r.updated_at ASC, r.id ASC").Limit(int64(limit))
+		OrderExpr("r.updated_at ASC, r.id ASC")
+}
+
+// terminalSince restricts q to the terminal runs after (since, afterID) and
+// not after until, at most limit of them.
+func terminalSince(q *bun.SelectQuery, since time.Time, afterID int64, until time.Time, limit int) *bun.SelectQuery {
+	return terminalBetween(q, since, until).
+		Where("(r.updated_at > ? OR r.id > ?)", utc(since), afterID).
+		Limit(int64(limit))
+}
+
+// terminalThrough restricts q to the terminal runs from (since, 0) through
+// (through, throughID).
+func terminalThrough(q *bun.SelectQuery, since, through time.Time, throughID int64) *bun.SelectQuery {
+	return terminalBetween(q, since, through).
+		Where("(r.updated_at < ? OR r.id <= ?)", utc(through), throughID)
 }
 
 // terminalRunHeads is the query of TerminalRunHeads: rows by primary key.

@@ -16,15 +16,13 @@ func (s *Store) AppliedMigrations(ctx context.Context) ([]int64, error) {
 // ExplainTerminalRunKeys is SQLite's query plan of TerminalRunKeysSince
 // (tests only).
 func (s *Store) ExplainTerminalRunKeys(ctx context.Context) ([]string, error) {
-	return s.explain(ctx, terminalSince(s.db.NewSelect().TableExpr(s.scanTable()).Column("r.id", "r.updated_at"),
-		now(), 7, now(), 500).String())
+	return s.explain(ctx, terminalSince(s.scanSelect("r.id", "r.updated_at"), now(), 7, now(), 500).String())
 }
 
 // ExplainTerminalRunIDs is SQLite's query plan of TerminalRunIDsThrough
 // (tests only).
 func (s *Store) ExplainTerminalRunIDs(ctx context.Context) ([]string, error) {
-	return s.explain(ctx, terminalThrough(s.db.NewSelect().TableExpr(s.scanTable()).Column("r.id"),
-		now(), now(), 7).String())
+	return s.explain(ctx, terminalThrough(s.scanSelect("r.id"), now(), now(), 7).String())
 }
 
 // ExplainTerminalRunHeads is SQLite's query plan of TerminalRunHeads

@@ -123,29 +123,22 @@ func TestOpenRejectsBadDSN(t *testing.T) {
 	}
 }
 
-// TestTerminalRunKeysPlan: the alert scanner's read of run keys is a range
-// of one covering index (no table rows, no scan from the table's start), so
-// a pass costs in proportion to the runs in its window, not to the table.
+// TestTerminalRunKeysPlan: the alert scanner's reads of run keys (and of
+// the ids it re-reads in its overlap) are a range of one covering index
+// with no sort (no table rows, no scan from the table's start), so a pass
+// costs in proportion to the runs in its window, not to the table.
 func TestTerminalRunKeysPlan(t *testing.T) {
 	t.Parallel()
 	s := openDSN(t, "sqlite://"+filepath.Join(t.TempDir(), "cronix.db"))
-	plan, err := s.ExplainTerminalRunKeys(testCtx(t))
-	require.NoError(t, err)
-	require.Equal(t, []string{
-		"SEARCH r USING COVERING INDEX runs_updated_at_id_status_idx (updated_at>? AND updated_at<?)",
-	}, plan)
-}
-
-// TestTerminalRunIDsPlan: the scanner's re-read of its overlap is a range
-// of the same covering index, with no sort.
-func TestTerminalRunIDsPlan(t *testing.T) {
-	t.Parallel()
-	s := openDSN(t, "sqlite://"+filepath.Join(t.TempDir(), "cronix.db"))
-	plan, err := s.ExplainTerminalRunIDs(testCtx(t))
-	require.NoError(t, err)
-	require.Equal(t, []string{
-		"SEARCH r USING COVERING INDEX runs_updated_at_id_status_idx (updated_at>? AND updated_at<?)",
-	}, plan)
+	for name, explain := range map[string]func(context.Context) ([]string, error){
+		"keys": s.ExplainTerminalRunKeys, "ids": s.ExplainTerminalRunIDs,
+	} {
+		plan, err := explain(testCtx(t))
+		require.NoError(t, err, name)
+		require.Equal(t, []string{
+			"SEARCH r USING COVERING INDEX runs_updated_at_id_status_idx (updated_at>? AND updated_at<?)",
+		}, plan, name)
+	}
 }
 
 // TestTerminalRunHeadsPlan: the scanner's read of unseen runs looks them up

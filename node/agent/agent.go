@@ -141,6 +141,7 @@ func New(cfg Config, etcd *clientv3.Client, runner Runner) (*Agent, error) {
 		interval:  cfg.ReportInterval,
 		batch:     cfg.ReportBatch,
 		maxBytes:  cfg.ReportMaxBytes,
+		memLimit:  cfg.ResultMemory,
 		maxTxnOps: cfg.MaxTxnOps,
 		log:       log,
 		onDeleted: a.runKeysDeleted,
@@ -172,19 +173,20 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	}()
 
 	if a.cfg.SpoolDir != "" {
-		sp, pending, err := spool.Open(a.cfg.SpoolDir, a.log)
+		// The oldest results up to ResultMemory are read back into memory,
+		// the rest stay spilled; every one of them marks its fire as run.
+		sp, held, err := spool.OpenBounded(a.cfg.SpoolDir, a.log, a.cfg.ResultMemory, func(res *cluster.RunResult) {
+			if cluster.Terminal(res.Status) {
+				a.unacked[res.FireID] = struct{}{} // ran before the restart
+			}
+		})
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
 		a.reporter.setSpoolLocked(sp) // before the reporter starts
-		a.reporter.queue = pending
-		for _, res := range pending {
-			if cluster.Terminal(res.Status) {
-				a.unacked[res.FireID] = struct{}{} // ran before the restart
-			}
-		}
-		if len(pending) > 0 {
-			a.log.Info("agent: resuming delivery of spooled results", "results", len(pending))
+		a.reporter.hold(held)
+		if sp.Pending() > 0 {
+			a.log.Info("agent: resuming delivery of spooled results", "results", sp.Pending(), "in_memory", len(held))
 		}
 		sl, prev, err := openStartLog(a.cfg.SpoolDir)
 		if err != nil {

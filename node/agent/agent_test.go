@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -568,4 +569,79 @@ func TestRestartDoesNotReportFinishedFiresLost(t *testing.T) {
 	for _, r := range b.srv.all() {
 		require.NotEqual(t, cluster.StatusLost, r.Status, "no finished fire reported lost: %+v", r)
 	}
+}
+
+// TestUndeliveredResultsSpillPastTheMemoryBound: while no server accepts
+// results, the node holds at most ResultMemory of them in memory and leaves
+// the rest in the spool only, also after a restart; once a server accepts
+// again, every result is delivered once and in order, and no fire runs
+// twice.
+func TestUndeliveredResultsSpillPastTheMemoryBound(t *testing.T) {
+	t.Parallel()
+	const fires, memory = 60, 4 << 10 // each result is about 1 KiB
+	spoolDir := t.TempDir()
+	b := setup(t, func(c *Config) {
+		c.SpoolDir = spoolDir
+		c.ResultMemory = memory
+		c.MaxConcurrent = 1 // results are produced in dispatch order
+		c.ReportBatch = 7
+		c.FlushTimeout = 100 * time.Millisecond
+	})
+	b.srv.setFailNext(1 << 30) // no server accepts anything
+	b.start(t)
+
+	want := make([]string, fires)
+	ops := make([]clientv3.Op, fires)
+	for i := range ops {
+		id := fmt.Sprintf("19-%d", 1000+i)
+		want[i] = id
+		key := b.cfg.Keys.Run(b.cfg.UUID, id)
+		ops[i] = clientv3.OpPut(key, seal(t, key, dispatchValue(t, id, "echo",
+			fmt.Sprintf(`{"text":%q}`, id+strings.Repeat("x", 600)), 0)))
+	}
+	_, err := b.etcd.Txn(t.Context()).Then(ops...).Commit()
+	require.NoError(t, err)
+
+	held := func(a *Agent) (queued, bytes, spilled int) {
+		a.reporter.mu.Lock()
+		defer a.reporter.mu.Unlock()
+		if a.reporter.spool != nil {
+			spilled = a.reporter.spool.Spilled()
+		}
+		return len(a.reporter.queue), a.reporter.queueBytes, spilled
+	}
+	require.Eventually(t, func() bool { q, _, s := held(b.agent); return q+s == fires }, waitFor, tick,
+		"every fire ran and its result is queued or spilled")
+	queued, bytes, spilled := held(b.agent)
+	require.LessOrEqual(t, bytes, memory, "memory holds results up to the bound")
+	require.Positive(t, queued)
+	require.Greater(t, spilled, fires/2, "the rest wait in the spool only")
+	b.agent.Stop()
+
+	// The node restarts (same spool) while the servers still refuse: it
+	// reads back only the oldest results up to the bound.
+	b.agent = b.newAgent(t)
+	b.start(t)
+	queued, bytes, spilled = held(b.agent)
+	require.Equal(t, fires, queued+spilled)
+	require.LessOrEqual(t, bytes, 2*memory, "a restart holds about the bound (counted by line, not approxSize)")
+	require.Greater(t, spilled, fires/2)
+
+	b.srv.setFailNext(0)
+	if !assert.Eventually(t, func() bool { return len(b.srv.all()) >= fires && b.runKeyCount(t) == 0 },
+		waitFor, tick, "every result delivered once a server accepts") {
+		q, by, sp := held(b.agent)
+		t.Fatalf("delivered %d, run keys %d, queued %d (%d bytes), spilled %d", len(b.srv.all()), b.runKeyCount(t), q, by, sp)
+	}
+	got := make([]string, 0, fires)
+	for _, r := range b.srv.all() {
+		got = append(got, strings.TrimRight(r.Output, "x"))
+		require.Equal(t, r.FireID, strings.TrimRight(r.Output, "x"), "each result keeps its own output")
+	}
+	require.Equal(t, want, got, "none lost, none doubled, order kept")
+	for _, id := range want {
+		require.Equal(t, 1, b.runner.Calls(id), "a spilled fire is not run again after the restart")
+	}
+	_, _, spilled = held(b.agent)
+	require.Zero(t, spilled)
 }

@@ -21,6 +21,7 @@ const (
 	DefaultReportInterval = 200 * time.Millisecond
 	DefaultReportBatch    = 500
 	DefaultReportMaxBytes = 8 << 20
+	DefaultResultMemory   = 64 << 20
 	DefaultRunningAfter   = time.Second
 	DefaultShutdownGrace  = 10 * time.Second
 	DefaultFlushTimeout   = 5 * time.Second
@@ -117,6 +118,12 @@ type Config struct {
 	// SpoolDir, when set, is a directory where undelivered results are kept
 	// so that a restart of the node loses none. Empty: memory only.
 	SpoolDir string
+	// ResultMemory bounds the approximate bytes of undelivered results held
+	// in memory when SpoolDir is set (default 64 MiB): past it, further
+	// results wait in the spool file only, and are read back in order as
+	// the others are delivered, so a long outage of the servers does not
+	// grow the node's memory. Without a spool every result stays in memory.
+	ResultMemory int
 	// Logger receives the agent's logs; default discards.
 	Logger *slog.Logger
 	// Metrics records runs in flight, finished runs and start lateness;
@@ -148,6 +155,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReportMaxBytes == 0 {
 		c.ReportMaxBytes = DefaultReportMaxBytes
+	}
+	if c.ResultMemory == 0 {
+		c.ResultMemory = DefaultResultMemory
 	}
 	if c.MaxTxnOps == 0 {
 		c.MaxTxnOps = DefaultMaxTxnOps
@@ -196,7 +206,7 @@ func (c Config) Validate() error {
 		v    int
 	}{
 		{"OutputCap", c.OutputCap}, {"MaxConcurrent", c.MaxConcurrent}, {"ReportBatch", c.ReportBatch},
-		{"ReportMaxBytes", c.ReportMaxBytes}, {"MaxTxnOps", c.MaxTxnOps},
+		{"ReportMaxBytes", c.ReportMaxBytes}, {"MaxTxnOps", c.MaxTxnOps}, {"ResultMemory", c.ResultMemory},
 	} {
 		if f.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s %d must be positive", f.name, f.v))

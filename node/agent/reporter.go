@@ -39,7 +39,9 @@ var errNoServer = errors.New("no server known")
 // backoff, trying every known server) until a server answers 200. After a
 // 200 it deletes the run keys of the batch's finished fires in one etcd txn.
 // With a spool, queued results are also written to disk so a restart keeps
-// them.
+// them, and memory is bounded: past memLimit bytes of queued results, the
+// newer ones are left in the spool (spilled) and read back in order as the
+// older ones are delivered.
 type reporter struct {
 	etcd      *clientv3.Client
 	keys      cluster.Keys
@@ -50,14 +52,18 @@ type reporter struct {
 	interval  time.Duration
 	batch     int
 	maxBytes  int
+	memLimit  int // see above; applies only with a spool
 	maxTxnOps int
 	log       *slog.Logger
 	// onDeleted is told which fires' run keys are gone from etcd.
 	onDeleted func(fireIDs []string)
 
-	mu      sync.Mutex
-	queue   []cluster.RunResult // undelivered, oldest first
-	deletes []string            // fires whose run keys await deletion
+	mu    sync.Mutex
+	queue []cluster.RunResult // undelivered, oldest first
+	// queueBytes is the approxSize of queue; queue is followed by the
+	// spool's spilled results, if any.
+	queueBytes int
+	deletes    []string // fires whose run keys await deletion
 	// spoolAcks counts delivered results the spool still holds, because
 	// the run keys of their fires are not deleted yet.
 	spoolAcks int
@@ -102,23 +108,61 @@ func (r *reporter) enqueue(res cluster.RunResult) {
 		r.log.Error("agent: result finished after shutdown is lost", "fire_id", res.FireID, "status", res.Status)
 		return
 	}
-	r.queue = append(r.queue, res)
+	size := approxSize(&res)
 	if r.spool != nil {
 		err := encErr
 		if err == nil && line == nil { // the spool was set after the check above
 			line, err = spool.Encode(res)
 		}
-		if err == nil {
+		spill := r.memLimit > 0 && len(r.queue) > 0 && (r.spool.Spilled() > 0 || r.queueBytes+size > r.memLimit)
+		if err == nil && spill {
+			if r.spool.Spilled() == 0 {
+				r.log.Warn("agent: undelivered results exceed the memory bound; newer ones wait in the spool only",
+					"results", len(r.queue), "bytes", r.queueBytes)
+			}
+			err = r.spool.SpillEncoded(line)
+		} else if err == nil {
 			err = r.spool.AppendEncoded(line)
 		}
 		if err != nil {
 			r.dropSpoolLocked(err)
+		} else if spill {
+			signal(r.kick)
+			return
 		}
 	}
+	r.queue = append(r.queue, res)
+	r.queueBytes += size
 	if len(r.queue) >= r.batch {
 		signal(r.kick)
 	}
 	signal(r.notify)
+}
+
+// hold appends results to the queue (the oldest undelivered ones, read
+// from the spool). Caller holds mu, or has the only reference.
+func (r *reporter) hold(results []cluster.RunResult) {
+	for i := range results {
+		r.queueBytes += approxSize(&results[i])
+	}
+	r.queue = append(r.queue, results...)
+}
+
+// refillLocked reads spilled results back into the queue once it is down
+// to half of memLimit, and returns how many. Caller holds mu.
+func (r *reporter) refillLocked() int {
+	if r.spool == nil || r.spool.Spilled() == 0 || r.queueBytes > r.memLimit/2 { // (Spilled > 0 implies memLimit > 0)
+		return 0
+	}
+	before := len(r.queue)
+	more, err := r.spool.Refill(r.memLimit - r.queueBytes)
+	r.hold(more)
+	if err != nil {
+		r.dropSpoolLocked(err)
+	} else if r.spool.Spilled() == 0 {
+		r.log.Info("agent: every spilled result is back in memory")
+	}
+	return len(r.queue) - before
 }
 
 // forget asks for the run key of a fire to be deleted without a result
@@ -138,8 +182,18 @@ func signal(ch chan struct{}) {
 }
 
 // dropSpoolLocked stops using a spool that failed; results stay in memory.
+// Spilled results are read back first; those it cannot read stay in the
+// spool file, delivered after the node restarts.
 func (r *reporter) dropSpoolLocked(err error) {
 	r.log.Error("agent: result spool failed; keeping results in memory only", "error", err)
+	if n := r.spool.Spilled(); n > 0 {
+		more, rerr := r.spool.Refill(0)
+		r.hold(more)
+		if rerr != nil || len(more) < n {
+			r.log.Error("agent: spilled results stay in the spool file until the node restarts",
+				"results", n-len(more), "error", rerr)
+		}
+	}
 	_ = r.spool.Close()
 	r.setSpoolLocked(nil)
 }
@@ -241,7 +295,8 @@ func (r *reporter) holdFor(now, deferring time.Time) time.Duration {
 	return quiet
 }
 
-// pending reports whether results or deletions are waiting.
+// pending reports whether results or deletions are waiting (spilled
+// results follow queued ones, so a non-empty queue covers them).
 func (r *reporter) pending() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -265,8 +320,7 @@ func (r *reporter) flush(ctx context.Context) bool {
 				r.log.Warn("agent: delivering results failed; will retry", "results", len(batch), "error", err)
 				return false
 			}
-			r.ack(len(batch))
-			due -= len(batch)
+			due += r.ack(len(batch)) - len(batch) // spilled results read back are due too
 		} else {
 			batch = nil
 		}
@@ -334,14 +388,17 @@ func (r *reporter) syncSpool() error {
 // ack removes the n oldest results, which a server accepted, and queues the
 // run keys of the finished ones for deletion. The spool forgets them only
 // once those keys are deleted: a crash in between makes the next process
-// deliver them again (harmless) rather than run their fires again.
-func (r *reporter) ack(n int) {
+// deliver them again (harmless) rather than run their fires again. It
+// returns how many spilled results it read back into the queue.
+func (r *reporter) ack(n int) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, res := range r.queue[:n] {
+	for i := range r.queue[:n] {
+		res := &r.queue[i]
 		if cluster.Terminal(res.Status) {
 			r.deletes = append(r.deletes, res.FireID)
 		}
+		r.queueBytes -= approxSize(res)
 	}
 	clear(r.queue[:n])
 	r.queue = r.queue[n:]
@@ -349,6 +406,7 @@ func (r *reporter) ack(n int) {
 		r.queue = nil
 	}
 	r.spoolAcks += n
+	return r.refillLocked()
 }
 
 // post sends one batch, trying each known server once, starting with the
@@ -459,7 +517,11 @@ func (r *reporter) stop(ctx context.Context) {
 	defer r.mu.Unlock()
 	r.closed = true
 	if len(r.queue) > 0 {
-		r.log.Error("agent: stopping with undelivered results", "results", len(r.queue), "spooled", r.spool != nil)
+		spilled := 0
+		if r.spool != nil {
+			spilled = r.spool.Spilled()
+		}
+		r.log.Error("agent: stopping with undelivered results", "results", len(r.queue)+spilled, "spooled", r.spool != nil)
 	}
 	if r.spool != nil {
 		if err := r.spool.Close(); err != nil {

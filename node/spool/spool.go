@@ -9,10 +9,15 @@
 //
 // Replaying the log yields the undelivered results in their original order.
 // When nothing is pending the file is truncated; when it grows large while
-// results are still pending, the pending ones are rewritten to a new file
-// that atomically replaces the old one. A torn last line (a crash mid-write)
-// is ignored. Losing an "A" line only causes a result to be delivered twice,
+// results are still pending, the pending ones are copied to a new file that
+// atomically replaces the old one. A torn last line (a crash mid-write) is
+// ignored. Losing an "A" line only causes a result to be delivered twice,
 // which the server tolerates (results are idempotent by fire id).
+//
+// The owner holds the oldest pending results in memory and may leave the
+// newest ones in the log only ("spilled"), reading them back in order with
+// Refill as it delivers the others: its memory stays bounded however long
+// the servers are unreachable, and so does a restart's (OpenBounded).
 //
 // A Spool is not safe for concurrent use; its owner (the agent's reporter)
 // serialises calls.
@@ -37,7 +42,9 @@ import (
 const FileName = "results.log"
 
 // compactAbove is the file size above which a partly delivered log is
-// rewritten with only its pending results.
+// rewritten with only its pending results (or twice the size of the last
+// rewrite, when that is more: a backlog larger than this is not copied
+// again at every acknowledgement).
 const compactAbove = 64 << 20
 
 // Spool is an open result log.
@@ -50,12 +57,26 @@ type Spool struct {
 	pending int   // results appended and not yet acked
 	size    int64 // bytes in the file, including buffered ones
 	dirty   bool  // buffered or written bytes not yet fsynced
+	// spilled counts the newest pending results that the owner does not
+	// hold; spillAt is where the line of the first of them starts (or an
+	// earlier line that is not a result).
+	spilled   int
+	spillAt   int64
+	compactAt int64 // Ack compacts above this size
 }
 
 // Open opens (creating if needed) the spool in dir and returns it together
-// with the results that were queued and never acknowledged, oldest first.
+// with every result that was queued and never acknowledged, oldest first.
 // Corrupt lines are skipped and logged; only I/O errors fail Open.
 func Open(dir string, logger *slog.Logger) (*Spool, []cluster.RunResult, error) {
+	return OpenBounded(dir, logger, 0, nil)
+}
+
+// OpenBounded is Open returning only the oldest pending results whose
+// lines add up to at most maxBytes (at least one; 0: all of them). The
+// others stay spilled, for Refill. visit, if not nil, is called with each
+// pending result in order, the spilled ones included.
+func OpenBounded(dir string, logger *slog.Logger, maxBytes int, visit func(*cluster.RunResult)) (*Spool, []cluster.RunResult, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -70,7 +91,8 @@ func Open(dir string, logger *slog.Logger) (*Spool, []cluster.RunResult, error) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("spool: open %s: %w", path, err)
 	}
-	pending, good, err := replay(f, logger)
+	s := &Spool{dir: dir, path: path, f: f, w: bufio.NewWriterSize(f, 64<<10), log: logger, compactAt: compactAbove}
+	held, good, err := s.replay(maxBytes, visit)
 	if err != nil {
 		_ = f.Close()
 		return nil, nil, fmt.Errorf("spool: read %s: %w", path, err)
@@ -84,67 +106,128 @@ func Open(dir string, logger *slog.Logger) (*Spool, []cluster.RunResult, error) 
 		_ = f.Close()
 		return nil, nil, fmt.Errorf("spool: seek %s: %w", path, err)
 	}
-	s := &Spool{dir: dir, path: path, f: f, w: bufio.NewWriterSize(f, 64<<10), log: logger,
-		pending: len(pending), size: good}
-	if len(pending) == 0 && good > 0 {
+	s.size = good
+	if s.pending == 0 && good > 0 {
 		if err := s.reset(); err != nil {
 			_ = f.Close()
 			return nil, nil, err
 		}
 	}
-	return s, pending, nil
+	return s, held, nil
 }
 
-// replay reads the log and returns the pending results and the offset just
-// after the last complete line.
-func replay(r io.Reader, logger *slog.Logger) ([]cluster.RunResult, int64, error) {
+// line is one complete line of the log: its kind, its body (without the
+// newline) and where it starts and ends in the file.
+type line struct {
+	kind      byte
+	body      []byte
+	off, next int64
+}
+
+// scan calls fn with each complete line read from r, which starts at
+// offset base of the file, until fn returns false, and returns the offset
+// just after the last complete line read.
+func scan(r io.Reader, base int64, logger *slog.Logger, fn func(l line) bool) (int64, error) {
 	br := bufio.NewReaderSize(r, 256<<10)
-	var (
-		queue   []cluster.RunResult
-		head    int
-		offset  int64
-		skipped int
-	)
+	off := base
 	for {
-		line, err := br.ReadBytes('\n')
+		raw, err := br.ReadBytes('\n')
 		if errors.Is(err, io.EOF) {
-			if len(line) > 0 {
-				logger.Warn("spool: ignoring torn last line", "bytes", len(line))
+			if len(raw) > 0 {
+				logger.Warn("spool: ignoring torn last line", "bytes", len(raw))
 			}
-			break
+			return off, nil
 		}
 		if err != nil {
-			return nil, 0, err
+			return off, err
 		}
-		offset += int64(len(line))
-		body := bytes.TrimSuffix(line[1:], []byte{'\n'})
-		switch line[0] {
+		l := line{kind: raw[0], body: bytes.TrimSuffix(raw[1:], []byte{'\n'}), off: off, next: off + int64(len(raw))}
+		off = l.next
+		if !fn(l) {
+			return off, nil
+		}
+	}
+}
+
+// decode returns the result of an R line; false for a corrupt one, which
+// every reader skips alike (it is not counted as queued).
+func decode(body []byte) (cluster.RunResult, bool) {
+	var res cluster.RunResult
+	return res, json.Unmarshal(body, &res) == nil
+}
+
+// replay reads the log: it sets pending, spilled and spillAt, and returns
+// the oldest pending results up to maxBytes (see OpenBounded) and the
+// offset just after the last complete line. It reads the file twice: the
+// acknowledgements further on decide which results are pending.
+func (s *Spool) replay(maxBytes int, visit func(*cluster.RunResult)) ([]cluster.RunResult, int64, error) {
+	queued, head, skipped := 0, 0, 0
+	good, err := scan(s.f, 0, s.log, func(l line) bool {
+		switch l.kind {
 		case 'R':
-			var res cluster.RunResult
-			if err := json.Unmarshal(body, &res); err != nil {
+			if _, ok := decode(l.body); !ok {
 				skipped++
-				continue
+				return true
 			}
-			queue = append(queue, res)
+			queued++
 		case 'A':
-			n, err := strconv.Atoi(string(body))
+			n, err := strconv.Atoi(string(l.body))
 			if err != nil || n < 0 {
 				skipped++
-				continue
+				return true
 			}
-			head = min(head+n, len(queue))
+			head = min(head+n, queued)
 		default:
 			skipped++
 		}
+		return true
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	if skipped > 0 {
-		logger.Warn("spool: skipped corrupt lines", "lines", skipped)
+		s.log.Warn("spool: skipped corrupt lines", "lines", skipped)
 	}
-	return append([]cluster.RunResult(nil), queue[head:]...), offset, nil
+	s.pending = queued - head
+	var held []cluster.RunResult
+	index, size := 0, 0
+	_, err = scan(io.NewSectionReader(s.f, 0, good), 0, s.log, func(l line) bool {
+		if l.kind != 'R' {
+			return true
+		}
+		res, ok := decode(l.body)
+		if !ok {
+			return true
+		}
+		index++
+		if index <= head {
+			return true
+		}
+		if visit != nil {
+			visit(&res)
+		}
+		if s.spilled == 0 && (maxBytes <= 0 || len(held) == 0 || size+len(l.body) <= maxBytes) {
+			held = append(held, res)
+			size += len(l.body)
+			return true
+		}
+		if s.spilled == 0 {
+			s.spillAt = l.off
+		}
+		s.spilled++
+		return true
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return held, good, nil
 }
 
 // Pending is the number of appended results not yet acknowledged.
 func (s *Spool) Pending() int { return s.pending }
+
+// Spilled is the number of pending results left to the log (see Spill).
+func (s *Spool) Spilled() int { return s.spilled }
 
 // Append queues results at the end of the log. They are durable after the
 // next Sync.
@@ -172,12 +255,76 @@ func Encode(r cluster.RunResult) ([]byte, error) {
 }
 
 // AppendEncoded queues one result encoded by Encode at the end of the log.
+// The owner holds it; once results were spilled, it must Spill instead
+// until Refill has returned them all.
 func (s *Spool) AppendEncoded(b []byte) error {
+	if s.spilled > 0 {
+		return errors.New("spool: append of a held result after spilled ones")
+	}
 	if err := s.write('R', b); err != nil {
 		return err
 	}
 	s.pending++
 	return nil
+}
+
+// SpillEncoded queues one result encoded by Encode at the end of the log,
+// to be read back by Refill: the owner does not hold it.
+func (s *Spool) SpillEncoded(b []byte) error {
+	at := s.size
+	if err := s.write('R', b); err != nil {
+		return err
+	}
+	if s.spilled == 0 {
+		s.spillAt = at
+	}
+	s.spilled++
+	s.pending++
+	return nil
+}
+
+// Refill returns the oldest spilled results whose lines add up to at most
+// maxBytes (at least one; 0: all of them), which the owner holds from then
+// on, in order after the ones it held before.
+func (s *Spool) Refill(maxBytes int) ([]cluster.RunResult, error) {
+	if s.spilled == 0 {
+		return nil, nil
+	}
+	if s.f == nil {
+		return nil, errors.New("spool: closed")
+	}
+	if err := s.w.Flush(); err != nil { // the lines to read may be buffered
+		return nil, fmt.Errorf("spool: write %s: %w", s.path, err)
+	}
+	var out []cluster.RunResult
+	size := 0
+	next := s.spillAt
+	_, err := scan(io.NewSectionReader(s.f, s.spillAt, s.size-s.spillAt), s.spillAt, s.log, func(l line) bool {
+		if l.kind == 'R' {
+			res, ok := decode(l.body)
+			if ok {
+				if len(out) > 0 && maxBytes > 0 && size+len(l.body) > maxBytes {
+					return false
+				}
+				out = append(out, res)
+				size += len(l.body)
+			}
+		}
+		next = l.next
+		return len(out) < s.spilled
+	})
+	if err != nil {
+		return nil, fmt.Errorf("spool: read %s: %w", s.path, err)
+	}
+	s.spilled -= len(out)
+	s.spillAt = next
+	if s.spilled > 0 && next >= s.size {
+		// Fewer results than were spilled: lines damaged on disk.
+		s.log.Error("spool: spilled results missing from the log", "results", s.spilled)
+		s.pending -= s.spilled
+		s.spilled = 0
+	}
+	return out, nil
 }
 
 // Sync makes every appended line durable (flush and fsync). It does nothing
@@ -216,14 +363,15 @@ func (s *Spool) Flush() (fsync func() error, err error) {
 	}, nil
 }
 
-// Ack records that the first n pending results were delivered. When nothing
-// is left pending the log is emptied; when it is large it is compacted.
+// Ack records that the first n pending results were delivered; they must
+// be results the owner held (not spilled ones). When nothing is left
+// pending the log is emptied; when it is large it is compacted.
 func (s *Spool) Ack(n int) error {
 	if n <= 0 {
 		return nil
 	}
-	if n > s.pending {
-		return fmt.Errorf("spool: ack of %d results with only %d pending", n, s.pending)
+	if held := s.pending - s.spilled; n > held {
+		return fmt.Errorf("spool: ack of %d results with only %d pending and held", n, held)
 	}
 	s.pending -= n
 	if s.pending == 0 {
@@ -232,7 +380,7 @@ func (s *Spool) Ack(n int) error {
 	if err := s.write('A', []byte(strconv.Itoa(n))); err != nil {
 		return err
 	}
-	if s.size > compactAbove {
+	if s.size > s.compactAt {
 		return s.compact()
 	}
 	return nil
@@ -278,54 +426,96 @@ func (s *Spool) reset() error {
 	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("spool: seek %s: %w", s.path, err)
 	}
-	s.size = 0
+	s.size, s.spilled, s.spillAt, s.compactAt = 0, 0, 0, compactAbove
 	s.dirty = false
 	return nil
 }
 
-// compact rewrites the pending results into a new file and renames it over
-// the log, so the replacement is atomic.
+// compact copies the lines of the pending results into a new file and
+// renames it over the log, so the replacement is atomic. It streams: the
+// results are not decoded into memory.
 func (s *Spool) compact() error {
 	if err := s.Sync(); err != nil {
 		return err
 	}
-	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("spool: seek %s: %w", s.path, err)
-	}
-	pending, _, err := replay(s.f, s.log)
-	if err != nil {
+	// The pending results are the last s.pending of the log's results.
+	queued := 0
+	if _, err := scan(io.NewSectionReader(s.f, 0, s.size), 0, s.log, func(l line) bool {
+		if l.kind == 'R' {
+			if _, ok := decode(l.body); ok {
+				queued++
+			}
+		}
+		return true
+	}); err != nil {
 		return fmt.Errorf("spool: reread %s: %w", s.path, err)
+	}
+	skip := queued - s.pending
+	if skip < 0 {
+		return fmt.Errorf("spool: %s holds %d results, fewer than the %d pending", s.path, queued, s.pending)
 	}
 	tmp := s.path + ".tmp"
 	nf, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o640)
 	if err != nil {
 		return fmt.Errorf("spool: create %s: %w", tmp, err)
 	}
-	old := s.f
-	s.f, s.size, s.pending, s.dirty = nf, 0, 0, false
-	s.w.Reset(nf)
 	fail := func(err error) error {
 		_ = nf.Close()
 		_ = os.Remove(tmp)
-		s.f = old
-		s.w.Reset(old)
-		// Positions are re-derived from the old file, which is intact.
-		if end, serr := old.Seek(0, io.SeekEnd); serr == nil {
-			s.size = end
-		}
-		s.pending = len(pending)
 		return err
 	}
-	if err := s.Append(pending...); err != nil {
-		return fail(err)
+	nw := bufio.NewWriterSize(nf, 256<<10)
+	held := s.pending - s.spilled
+	var size, spillAt int64
+	var werr error
+	index := 0
+	if _, err := scan(io.NewSectionReader(s.f, 0, s.size), 0, s.log, func(l line) bool {
+		if l.kind != 'R' {
+			return true
+		}
+		if _, ok := decode(l.body); !ok {
+			return true
+		}
+		index++
+		if index <= skip {
+			return true
+		}
+		if index-skip == held+1 {
+			spillAt = size
+		}
+		if werr = nw.WriteByte('R'); werr == nil {
+			if _, werr = nw.Write(l.body); werr == nil {
+				werr = nw.WriteByte('\n')
+			}
+		}
+		size += int64(len(l.body)) + 2
+		return werr == nil
+	}); err != nil {
+		return fail(fmt.Errorf("spool: reread %s: %w", s.path, err))
 	}
-	if err := s.Sync(); err != nil {
-		return fail(err)
+	if werr == nil {
+		werr = nw.Flush()
+	}
+	if werr == nil {
+		werr = nf.Sync()
+	}
+	if werr != nil {
+		return fail(fmt.Errorf("spool: write %s: %w", tmp, werr))
 	}
 	if err := os.Rename(tmp, s.path); err != nil {
 		return fail(fmt.Errorf("spool: replace %s: %w", s.path, err))
 	}
-	_ = old.Close()
+	if _, err := nf.Seek(size, io.SeekStart); err != nil {
+		// The new file is the log now; without a position, stop using it.
+		_ = nf.Close()
+		_ = s.f.Close()
+		s.f = nil
+		return fmt.Errorf("spool: seek %s: %w", s.path, err)
+	}
+	_ = s.f.Close()
+	s.f, s.size, s.spillAt, s.dirty = nf, size, spillAt, false
+	s.w.Reset(nf)
+	s.compactAt = max(compactAbove, 2*size)
 	if d, err := os.Open(s.dir); err == nil {
 		_ = d.Sync()
 		_ = d.Close()

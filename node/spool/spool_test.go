@@ -142,3 +142,115 @@ func TestFlushThenFsyncOutsideTheOwnersLock(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, nothing())
 }
+
+func spill(t *testing.T, s *Spool, rs []cluster.RunResult) {
+	t.Helper()
+	for _, r := range rs {
+		b, err := Encode(r)
+		require.NoError(t, err)
+		require.NoError(t, s.SpillEncoded(b))
+	}
+}
+
+// lineBytes is the size Refill and OpenBounded count for one of results'.
+func lineBytes(t *testing.T) int {
+	t.Helper()
+	b, err := Encode(results(0, 1)[0])
+	require.NoError(t, err)
+	return len(b)
+}
+
+// TestSpilledResultsComeBackInOrder: results spilled after held ones are
+// read back by Refill in order, a bounded number at a time, and only held
+// results can be acknowledged.
+func TestSpilledResultsComeBackInOrder(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, _, err := Open(dir, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.Append(results(0, 3)...))
+	spill(t, s, results(3, 10))
+	require.Equal(t, 10, s.Pending())
+	require.Equal(t, 7, s.Spilled())
+	require.Error(t, s.Append(results(99, 100)...), "a held result cannot follow spilled ones")
+	require.Error(t, s.Ack(4), "spilled results are not held, so not delivered")
+
+	require.NoError(t, s.Ack(2))
+	got, err := s.Refill(2 * lineBytes(t))
+	require.NoError(t, err)
+	require.Equal(t, fireIDs(results(3, 5)), fireIDs(got))
+	require.Equal(t, 5, s.Spilled())
+	spill(t, s, results(10, 12)) // still spilling: appended after the others
+	got, err = s.Refill(0)
+	require.NoError(t, err)
+	require.Equal(t, fireIDs(results(5, 12)), fireIDs(got))
+	require.Zero(t, s.Spilled())
+	nothing, err := s.Refill(0)
+	require.NoError(t, err)
+	require.Empty(t, nothing)
+	require.NoError(t, s.Append(results(12, 13)...), "held again once nothing is spilled")
+	require.NoError(t, s.Ack(11))
+	require.Equal(t, 0, s.Pending())
+}
+
+// TestOpenBoundedHoldsTheOldest: a restart reads back only the oldest
+// pending results up to the bound, visits all of them, and leaves the rest
+// spilled.
+func TestOpenBoundedHoldsTheOldest(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, _, err := Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.Append(results(0, 10)...))
+	require.NoError(t, s.Ack(2))
+	require.NoError(t, s.Close())
+
+	var visited []string
+	s, held, err := OpenBounded(dir, nil, 3*lineBytes(t), func(r *cluster.RunResult) { visited = append(visited, r.FireID) })
+	require.NoError(t, err)
+	require.Equal(t, fireIDs(results(2, 5)), fireIDs(held))
+	require.Equal(t, fireIDs(results(2, 10)), visited)
+	require.Equal(t, 8, s.Pending())
+	require.Equal(t, 5, s.Spilled())
+	spill(t, s, results(10, 11))
+	require.NoError(t, s.Ack(3))
+	rest, err := s.Refill(0)
+	require.NoError(t, err)
+	require.Equal(t, fireIDs(results(5, 11)), fireIDs(rest))
+	require.NoError(t, s.Ack(6))
+	require.NoError(t, s.Close())
+	st, err := os.Stat(filepath.Join(dir, FileName))
+	require.NoError(t, err)
+	require.Zero(t, st.Size(), "a fully delivered log is emptied")
+
+	_, held, err = OpenBounded(dir, nil, 1, nil)
+	require.NoError(t, err)
+	require.Empty(t, held)
+}
+
+// TestCompactKeepsSpilled: compaction copies the pending lines, held and
+// spilled, and Refill goes on from the right line of the new file.
+func TestCompactKeepsSpilled(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, _, err := Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.Append(results(0, 4)...))
+	spill(t, s, results(4, 10))
+	require.NoError(t, s.Ack(2))
+	before := s.size
+	require.NoError(t, s.compact())
+	require.Less(t, s.size, before)
+	require.Equal(t, 8, s.Pending())
+	require.Equal(t, 6, s.Spilled())
+	got, err := s.Refill(2 * lineBytes(t))
+	require.NoError(t, err)
+	require.Equal(t, fireIDs(results(4, 6)), fireIDs(got))
+	require.NoError(t, s.Close())
+
+	// The file holds what was pending: the two held, then the rest in order.
+	_, all, err := Open(dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, fireIDs(results(2, 10)), fireIDs(all))
+}

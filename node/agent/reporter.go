@@ -115,14 +115,16 @@ func (r *reporter) enqueue(res cluster.RunResult) {
 			line, err = spool.Encode(res)
 		}
 		spill := r.memLimit > 0 && len(r.queue) > 0 && (r.spool.Spilled() > 0 || r.queueBytes+size > r.memLimit)
-		if err == nil && spill {
+		switch {
+		case err != nil:
+		case !spill:
+			err = r.spool.AppendEncoded(line)
+		default:
 			if r.spool.Spilled() == 0 {
 				r.log.Warn("agent: undelivered results exceed the memory bound; newer ones wait in the spool only",
 					"results", len(r.queue), "bytes", r.queueBytes)
 			}
 			err = r.spool.SpillEncoded(line)
-		} else if err == nil {
-			err = r.spool.AppendEncoded(line)
 		}
 		if err != nil {
 			r.dropSpoolLocked(err)

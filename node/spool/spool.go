@@ -55,6 +55,7 @@ type Spool struct {
 	w       *bufio.Writer
 	log     *slog.Logger
 	pending int   // results appended and not yet acked
+	queued  int   // results in the file (acked or not): compaction skips queued - pending
 	size    int64 // bytes in the file, including buffered ones
 	dirty   bool  // buffered or written bytes not yet fsynced
 	// spilled counts the newest pending results that the owner does not
@@ -188,7 +189,7 @@ func (s *Spool) replay(maxBytes int, visit func(*cluster.RunResult)) ([]cluster.
 	if skipped > 0 {
 		s.log.Warn("spool: skipped corrupt lines", "lines", skipped)
 	}
-	s.pending = queued - head
+	s.queued, s.pending = queued, queued-head
 	var held []cluster.RunResult
 	index, size := 0, 0
 	_, err = scan(io.NewSectionReader(s.f, 0, good), 0, s.log, func(l line) bool {
@@ -264,6 +265,7 @@ func (s *Spool) AppendEncoded(b []byte) error {
 	if err := s.write('R', b); err != nil {
 		return err
 	}
+	s.queued++
 	s.pending++
 	return nil
 }
@@ -279,6 +281,7 @@ func (s *Spool) SpillEncoded(b []byte) error {
 		s.spillAt = at
 	}
 	s.spilled++
+	s.queued++
 	s.pending++
 	return nil
 }
@@ -322,6 +325,7 @@ func (s *Spool) Refill(maxBytes int) ([]cluster.RunResult, error) {
 		// Fewer results than were spilled: lines damaged on disk.
 		s.log.Error("spool: spilled results missing from the log", "results", s.spilled)
 		s.pending -= s.spilled
+		s.queued -= s.spilled
 		s.spilled = 0
 	}
 	return out, nil
@@ -426,33 +430,22 @@ func (s *Spool) reset() error {
 	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("spool: seek %s: %w", s.path, err)
 	}
-	s.size, s.spilled, s.spillAt, s.compactAt = 0, 0, 0, compactAbove
+	s.size, s.queued, s.spilled, s.spillAt, s.compactAt = 0, 0, 0, 0, compactAbove
 	s.dirty = false
 	return nil
 }
 
 // compact copies the lines of the pending results into a new file and
-// renames it over the log, so the replacement is atomic. It streams: the
-// results are not decoded into memory.
+// renames it over the log, so the replacement is atomic. It streams, in one
+// pass: the results are not held in memory.
 func (s *Spool) compact() error {
 	if err := s.Sync(); err != nil {
 		return err
 	}
 	// The pending results are the last s.pending of the log's results.
-	queued := 0
-	if _, err := scan(io.NewSectionReader(s.f, 0, s.size), 0, s.log, func(l line) bool {
-		if l.kind == 'R' {
-			if _, ok := decode(l.body); ok {
-				queued++
-			}
-		}
-		return true
-	}); err != nil {
-		return fmt.Errorf("spool: reread %s: %w", s.path, err)
-	}
-	skip := queued - s.pending
+	skip := s.queued - s.pending
 	if skip < 0 {
-		return fmt.Errorf("spool: %s holds %d results, fewer than the %d pending", s.path, queued, s.pending)
+		return fmt.Errorf("spool: %s holds %d results, fewer than the %d pending", s.path, s.queued, s.pending)
 	}
 	tmp := s.path + ".tmp"
 	nf, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o640)
@@ -513,7 +506,7 @@ func (s *Spool) compact() error {
 		return fmt.Errorf("spool: seek %s: %w", s.path, err)
 	}
 	_ = s.f.Close()
-	s.f, s.size, s.spillAt, s.dirty = nf, size, spillAt, false
+	s.f, s.size, s.queued, s.spillAt, s.dirty = nf, size, s.pending, spillAt, false
 	s.w.Reset(nf)
 	s.compactAt = max(compactAbove, 2*size)
 	if d, err := os.Open(s.dir); err == nil {

@@ -27,12 +27,31 @@ func fireIDs(rs []cluster.RunResult) []string {
 	return ids
 }
 
-func TestReopenReturnsUnackedInOrder(t *testing.T) {
-	t.Parallel()
+// openNew opens a spool in a new directory.
+func openNew(t *testing.T) (*Spool, string) {
+	t.Helper()
 	dir := t.TempDir()
 	s, pending, err := Open(dir, nil)
 	require.NoError(t, err)
 	require.Empty(t, pending)
+	return s, dir
+}
+
+// requireEmptied checks that the closed spool in dir holds nothing: a fully
+// delivered log is emptied.
+func requireEmptied(t *testing.T, dir string) {
+	t.Helper()
+	st, err := os.Stat(filepath.Join(dir, FileName))
+	require.NoError(t, err)
+	require.Zero(t, st.Size(), "a fully delivered log is emptied")
+	_, pending, err := Open(dir, nil)
+	require.NoError(t, err)
+	require.Empty(t, pending)
+}
+
+func TestReopenReturnsUnackedInOrder(t *testing.T) {
+	t.Parallel()
+	s, dir := openNew(t)
 
 	require.NoError(t, s.Append(results(0, 5)...))
 	require.NoError(t, s.Sync())
@@ -42,27 +61,18 @@ func TestReopenReturnsUnackedInOrder(t *testing.T) {
 	require.Equal(t, 4, s.Pending())
 	require.NoError(t, s.Close())
 
-	s, pending, err = Open(dir, nil)
+	s, pending, err := Open(dir, nil)
 	require.NoError(t, err)
 	require.Equal(t, fireIDs(results(3, 7)), fireIDs(pending))
 	require.Equal(t, 4, s.Pending())
 	require.NoError(t, s.Ack(4))
 	require.NoError(t, s.Close())
-
-	st, err := os.Stat(filepath.Join(dir, FileName))
-	require.NoError(t, err)
-	require.Zero(t, st.Size(), "a fully delivered log is emptied")
-
-	_, pending, err = Open(dir, nil)
-	require.NoError(t, err)
-	require.Empty(t, pending)
+	requireEmptied(t, dir)
 }
 
 func TestTornTailIsIgnored(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	s, _, err := Open(dir, nil)
-	require.NoError(t, err)
+	s, dir := openNew(t)
 	require.NoError(t, s.Append(results(0, 2)...))
 	require.NoError(t, s.Close())
 
@@ -86,9 +96,7 @@ func TestTornTailIsIgnored(t *testing.T) {
 
 func TestCompactKeepsPending(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	s, _, err := Open(dir, nil)
-	require.NoError(t, err)
+	s, dir := openNew(t)
 	require.NoError(t, s.Append(results(0, 10)...))
 	require.NoError(t, s.Ack(4))
 	require.NoError(t, s.compact())
@@ -97,15 +105,22 @@ func TestCompactKeepsPending(t *testing.T) {
 	require.NoError(t, s.Ack(1))
 	require.NoError(t, s.Close())
 
-	_, pending, err := Open(dir, nil)
+	s, pending, err := Open(dir, nil)
 	require.NoError(t, err)
 	require.Equal(t, fireIDs(results(5, 11)), fireIDs(pending))
+
+	// After a restart the log's results are counted from the file.
+	require.NoError(t, s.Ack(2))
+	require.NoError(t, s.compact())
+	require.NoError(t, s.Close())
+	_, pending, err = Open(dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, fireIDs(results(7, 11)), fireIDs(pending))
 }
 
 func TestAckMoreThanPendingFails(t *testing.T) {
 	t.Parallel()
-	s, _, err := Open(t.TempDir(), nil)
-	require.NoError(t, err)
+	s, _ := openNew(t)
 	t.Cleanup(func() { _ = s.Close() })
 	require.NoError(t, s.Append(results(0, 1)...))
 	require.Error(t, s.Ack(2))
@@ -116,9 +131,7 @@ func TestAckMoreThanPendingFails(t *testing.T) {
 // next Sync covers them.
 func TestFlushThenFsyncOutsideTheOwnersLock(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	s, _, err := Open(dir, nil)
-	require.NoError(t, err)
+	s, dir := openNew(t)
 	for _, r := range results(0, 3) {
 		b, err := Encode(r)
 		require.NoError(t, err)
@@ -165,10 +178,7 @@ func lineBytes(t *testing.T) int {
 // results can be acknowledged.
 func TestSpilledResultsComeBackInOrder(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	s, _, err := Open(dir, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
+	s, dir := openNew(t)
 	require.NoError(t, s.Append(results(0, 3)...))
 	spill(t, s, results(3, 10))
 	require.Equal(t, 10, s.Pending())
@@ -192,6 +202,8 @@ func TestSpilledResultsComeBackInOrder(t *testing.T) {
 	require.NoError(t, s.Append(results(12, 13)...), "held again once nothing is spilled")
 	require.NoError(t, s.Ack(11))
 	require.Equal(t, 0, s.Pending())
+	require.NoError(t, s.Close())
+	requireEmptied(t, dir)
 }
 
 // TestOpenBoundedHoldsTheOldest: a restart reads back only the oldest
@@ -199,9 +211,7 @@ func TestSpilledResultsComeBackInOrder(t *testing.T) {
 // spilled.
 func TestOpenBoundedHoldsTheOldest(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	s, _, err := Open(dir, nil)
-	require.NoError(t, err)
+	s, dir := openNew(t)
 	require.NoError(t, s.Append(results(0, 10)...))
 	require.NoError(t, s.Ack(2))
 	require.NoError(t, s.Close())
@@ -220,22 +230,14 @@ func TestOpenBoundedHoldsTheOldest(t *testing.T) {
 	require.Equal(t, fireIDs(results(5, 11)), fireIDs(rest))
 	require.NoError(t, s.Ack(6))
 	require.NoError(t, s.Close())
-	st, err := os.Stat(filepath.Join(dir, FileName))
-	require.NoError(t, err)
-	require.Zero(t, st.Size(), "a fully delivered log is emptied")
-
-	_, held, err = OpenBounded(dir, nil, 1, nil)
-	require.NoError(t, err)
-	require.Empty(t, held)
+	requireEmptied(t, dir)
 }
 
 // TestCompactKeepsSpilled: compaction copies the pending lines, held and
 // spilled, and Refill goes on from the right line of the new file.
 func TestCompactKeepsSpilled(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	s, _, err := Open(dir, nil)
-	require.NoError(t, err)
+	s, dir := openNew(t)
 	require.NoError(t, s.Append(results(0, 4)...))
 	spill(t, s, results(4, 10))
 	require.NoError(t, s.Ack(2))

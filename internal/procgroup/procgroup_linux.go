@@ -4,6 +4,7 @@ package procgroup
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -387,29 +388,84 @@ func StartTime(pid int) (uint64, error) {
 	return st.start, err
 }
 
-// readStat reads the process group and start time of pid from /proc.
+// readStat reads the process group and start time of pid from /proc. It
+// runs once per started group, so it reads with three system calls into a
+// buffer on the stack and parses in place: no *os.File (its finalizer and
+// poller registration), no fstat, no copy of the line.
 func readStat(pid int) (procStat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	fd, err := openRetry("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return procStat{}, fmt.Errorf("procgroup: %w", err)
+		return procStat{}, fmt.Errorf("procgroup: open /proc/%d/stat: %w", pid, err)
 	}
-	// "pid (comm) state ppid pgrp ... starttime(22) ...": comm may hold
-	// spaces and parentheses, so fields are counted after the last ')'.
-	i := strings.LastIndexByte(string(b), ')')
+	// comm is at most 64 bytes; the fields through starttime fit in 512
+	// (40 fields of at most 20 digits would be 800: read up to 1 KiB).
+	var buf [1024]byte
+	n, err := readRetry(fd, buf[:])
+	_ = syscall.Close(fd)
+	if err != nil {
+		return procStat{}, fmt.Errorf("procgroup: read /proc/%d/stat: %w", pid, err)
+	}
+	return parseStat(pid, buf[:n])
+}
+
+func openRetry(path string) (int, error) {
+	for {
+		fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err != syscall.EINTR {
+			return fd, err
+		}
+	}
+}
+
+func readRetry(fd int, b []byte) (int, error) {
+	for {
+		n, err := syscall.Read(fd, b)
+		if err == syscall.EINTR {
+			continue
+		}
+		return n, err
+	}
+}
+
+// parseStat parses the pgrp (field 5) and starttime (field 22) of a
+// /proc/<pid>/stat line: "pid (comm) state ppid pgrp ... starttime ...".
+// comm may hold spaces and parentheses, so fields are counted after the
+// last ')'.
+func parseStat(pid int, b []byte) (procStat, error) {
+	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
 		return procStat{}, fmt.Errorf("procgroup: /proc/%d/stat: unexpected format", pid)
 	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return procStat{}, fmt.Errorf("procgroup: /proc/%d/stat: %d fields", pid, len(f))
+	var st procStat
+	field := 2 // the field after comm is the state, field 3; b[i+1] is the blank before it
+	for j := i + 1; j < len(b); {
+		for j < len(b) && (b[j] == ' ' || b[j] == '\n') {
+			j++
+		}
+		if j == len(b) {
+			break
+		}
+		k := j
+		for k < len(b) && b[k] != ' ' && b[k] != '\n' {
+			k++
+		}
+		field++
+		switch field {
+		case 5:
+			v, err := strconv.Atoi(string(b[j:k])) // no allocation: the conversion does not escape
+			if err != nil {
+				return procStat{}, fmt.Errorf("procgroup: /proc/%d/stat pgrp: %w", pid, err)
+			}
+			st.pgrp = v
+		case 22:
+			v, err := strconv.ParseUint(string(b[j:k]), 10, 64)
+			if err != nil {
+				return procStat{}, fmt.Errorf("procgroup: /proc/%d/stat starttime: %w", pid, err)
+			}
+			st.start = v
+			return st, nil
+		}
+		j = k
 	}
-	pgrp, err := strconv.Atoi(f[2])
-	if err != nil {
-		return procStat{}, fmt.Errorf("procgroup: /proc/%d/stat pgrp: %w", pid, err)
-	}
-	start, err := strconv.ParseUint(f[19], 10, 64)
-	if err != nil {
-		return procStat{}, fmt.Errorf("procgroup: /proc/%d/stat starttime: %w", pid, err)
-	}
-	return procStat{pgrp: pgrp, start: start}, nil
+	return procStat{}, fmt.Errorf("procgroup: /proc/%d/stat: %d fields", pid, field)
 }

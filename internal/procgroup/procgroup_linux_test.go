@@ -245,3 +245,53 @@ func TestJournalAppendsAndCompacts(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, ents)
 }
+
+// TestParseStat: the process group and start time are fields 5 and 22,
+// counted after the last ')' (a comm may hold blanks and parentheses);
+// a short or garbled line is an error, not a zero.
+func TestParseStat(t *testing.T) {
+	line := "4242 (a) b (c)) S 1 777 777 0 -1 4194560 101 0 0 0 3 1 0 0 20 0 1 0 987654321 1234 56 18446744073709551615\n"
+	st, err := parseStat(4242, []byte(line))
+	require.NoError(t, err)
+	require.Equal(t, procStat{pgrp: 777, start: 987654321}, st)
+
+	for _, bad := range []string{
+		"4242 no parenthesis S 1 777",
+		"4242 (a) S 1 777 777 0 -1 4194560", // ends before starttime
+		"4242 (a) S 1 x77 777 0 -1 4194560 101 0 0 0 3 1 0 0 20 0 1 0 987654321",
+		"4242 (a) S 1 777 777 0 -1 4194560 101 0 0 0 3 1 0 0 20 0 1 0 -5",
+	} {
+		_, err := parseStat(4242, []byte(bad))
+		require.Error(t, err, bad)
+	}
+}
+
+// TestReadStatOfALiveProcess: readStat of a child started in a group of
+// its own reads that group and the start time /proc shows for it.
+func TestReadStatOfALiveProcess(t *testing.T) {
+	cmd := exec.Command("sleep", marker())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	st, err := readStat(cmd.Process.Pid)
+	require.NoError(t, err)
+	require.Equal(t, cmd.Process.Pid, st.pgrp)
+
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	require.NoError(t, err)
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	require.Equal(t, f[19], strconv.FormatUint(st.start, 10))
+
+	_, err = readStat(1 << 30) // above pid_max: no such process
+	require.ErrorIs(t, err, syscall.ENOENT)
+}
+
+func BenchmarkReadStat(b *testing.B) {
+	pid := os.Getpid()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := readStat(pid); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

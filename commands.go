@@ -25,6 +25,7 @@ import (
 	"github.com/cronix/cronix/internal/tlsfiles"
 	"github.com/cronix/cronix/metrics"
 	"github.com/cronix/cronix/node"
+	"github.com/cronix/cronix/node/agent"
 	"github.com/cronix/cronix/node/pluginhost"
 	"github.com/cronix/cronix/pluginapi"
 	cmdplugin "github.com/cronix/cronix/plugins/cmd"
@@ -240,6 +241,8 @@ type standaloneConfig struct {
 	NodeToken string `flag:"node-token" env:"CRONIX_NODE_TOKEN" yaml:"node_token" help:"shared secret between nodes and servers (default: generated into <data-dir>/node-token)"`
 	// OutputCap is the most output kept per run.
 	OutputCap int `flag:"output-cap" env:"CRONIX_OUTPUT_CAP" yaml:"output_cap" help:"bytes of output kept per run (more is truncated and flagged)"`
+	// ResultMemory bounds the built-in node's undelivered results in memory.
+	ResultMemory int `flag:"result-memory" env:"CRONIX_RESULT_MEMORY" yaml:"result_memory" help:"bytes of undelivered results the node holds in memory while no server takes them (more wait in its spool file only, read back in order)"`
 	// MetricsAddr serves /metrics without authentication when set.
 	MetricsAddr string `flag:"metrics-addr" env:"CRONIX_METRICS_ADDR" yaml:"metrics_addr" help:"address of a separate listener serving /metrics, /healthz and /readyz without authentication (empty: none; /metrics on the API port needs a token)"`
 }
@@ -368,6 +371,7 @@ type nodeConfig struct {
 	ListenAddr        string        `flag:"listen-addr" env:"CRONIX_NODE_LISTEN_ADDR" yaml:"listen_addr" help:"address of the node's health endpoint"`
 	AdvertiseIP       string        `flag:"advertise-ip" env:"CRONIX_NODE_ADVERTISE_IP" yaml:"advertise_ip" help:"IP registered for this node (default: the listen address's IP)"`
 	OutputCap         int           `flag:"output-cap" env:"CRONIX_OUTPUT_CAP" yaml:"output_cap" help:"bytes of output kept per run (more is truncated and flagged)"`
+	ResultMemory      int           `flag:"result-memory" env:"CRONIX_RESULT_MEMORY" yaml:"result_memory" help:"bytes of undelivered results the node holds in memory while no server takes them (more wait in its spool file only, read back in order)"`
 	LeaseTTL          time.Duration `flag:"lease-ttl" env:"CRONIX_NODE_LEASE_TTL" yaml:"lease_ttl" help:"TTL of the node's etcd registration lease"`
 	MetricsAddr       string        `flag:"metrics-addr" env:"CRONIX_METRICS_ADDR" yaml:"metrics_addr" help:"address of a separate listener serving /metrics, /healthz and /readyz without authentication (empty: none; /metrics on --listen-addr needs the node token)"`
 }
@@ -375,7 +379,7 @@ type nodeConfig struct {
 func defaultStandalone() standaloneConfig {
 	return standaloneConfig{commonConfig: defaultCommon(), sessionConfig: defaultSession(), placementConfig: defaultPlacement(), DataDir: "./data", HTTPAddr: "127.0.0.1:8080",
 		EtcdClientAddr: "127.0.0.1:2379", EtcdPeerAddr: "127.0.0.1:2380", RaftAddr: "127.0.0.1:7946",
-		NodeGroup: "default", OutputCap: 1 << 20}
+		NodeGroup: "default", OutputCap: 1 << 20, ResultMemory: agent.DefaultResultMemory}
 }
 
 func defaultServer() serverConfig {
@@ -385,7 +389,7 @@ func defaultServer() serverConfig {
 
 func defaultNode() nodeConfig {
 	return nodeConfig{commonConfig: defaultCommon(), etcdClientConfig: defaultEtcdClient(), DataDir: "./node-data",
-		Group: "default", ListenAddr: "127.0.0.1:0", OutputCap: 1 << 20,
+		Group: "default", ListenAddr: "127.0.0.1:0", OutputCap: 1 << 20, ResultMemory: agent.DefaultResultMemory,
 		LeaseTTL: 10 * time.Second}
 }
 
@@ -443,6 +447,9 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	if err := cfg.checkDispatch(); err != nil {
+		return err
+	}
+	if err := checkNodeSizes(cfg.OutputCap, cfg.ResultMemory); err != nil {
 		return err
 	}
 	loc, err := loadLocation(cfg.Timezone)
@@ -513,7 +520,7 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 	}
 	nd, err := node.New(node.Config{
 		DataDir: filepath.Join(dataDir, "node"), Group: cfg.NodeGroup, Keys: keys, NodeToken: token,
-		ServerURLs: []string{srv.URL()}, ListenAddr: "127.0.0.1:0", OutputCap: cfg.OutputCap,
+		ServerURLs: []string{srv.URL()}, ListenAddr: "127.0.0.1:0", OutputCap: cfg.OutputCap, ResultMemory: cfg.ResultMemory,
 		Plugins: builtinPlugins(exe, cfg.pluginConfig), PluginDir: cfg.PluginDir, PluginChecksums: cfg.PluginChecksums,
 		Version: buildinfo.String(), Logger: log, Metrics: met,
 	}, cli)
@@ -662,6 +669,18 @@ func runEtcd(ctx context.Context, args []string, getenv func(string) string, std
 	return nil
 }
 
+// checkNodeSizes rejects a node's byte limits that are not positive (0
+// would otherwise mean the agent's default, unlike what --help shows).
+func checkNodeSizes(outputCap, resultMemory int) error {
+	if outputCap <= 0 {
+		return fmt.Errorf("--output-cap %d: must be a positive number of bytes", outputCap)
+	}
+	if resultMemory <= 0 {
+		return fmt.Errorf("--result-memory %d: must be a positive number of bytes", resultMemory)
+	}
+	return nil
+}
+
 func runNode(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg := defaultNode()
 	log, err := loadConfig(&cfg, &cfg.commonConfig, "node", nodeSummary, args, getenv, stderr)
@@ -672,6 +691,9 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	if err := cfg.checkTLS(); err != nil {
+		return err
+	}
+	if err := checkNodeSizes(cfg.OutputCap, cfg.ResultMemory); err != nil {
 		return err
 	}
 	serverClient, err := tlsfiles.HTTPClient(cfg.TLSCA, 30*time.Second)
@@ -697,7 +719,7 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 		DataDir: cfg.DataDir, Group: cfg.Group, Keys: cluster.NewKeys(cfg.EtcdRoot), NodeToken: cfg.NodeToken,
 		PreviousNodeToken: strings.TrimSpace(cfg.PreviousNodeToken), ServerURLs: cfg.ServerURLs, ListenAddr: cfg.ListenAddr, AdvertiseIP: cfg.AdvertiseIP,
 		TLSCertFile: cfg.TLSCert, TLSKeyFile: cfg.TLSKey, HTTPClient: serverClient,
-		OutputCap: cfg.OutputCap, LeaseTTL: cfg.LeaseTTL, Plugins: builtinPlugins(exe, cfg.pluginConfig),
+		OutputCap: cfg.OutputCap, ResultMemory: cfg.ResultMemory, LeaseTTL: cfg.LeaseTTL, Plugins: builtinPlugins(exe, cfg.pluginConfig),
 		PluginDir: cfg.PluginDir, PluginChecksums: cfg.PluginChecksums, Version: buildinfo.String(), Logger: log,
 		Metrics: met, MetricsAddr: cfg.MetricsAddr,
 	}, cli)

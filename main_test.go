@@ -98,3 +98,23 @@ func TestDispatchAheadIsChecked(t *testing.T) {
 		require.ErrorContains(t, err, "--dispatch-ahead")
 	}
 }
+
+// TestNodeSizesAreChecked: a byte limit of the node that is not positive is
+// refused by name before anything starts, in both commands that run a node
+// (0 would silently mean the agent's default, not what --help shows).
+func TestNodeSizesAreChecked(t *testing.T) {
+	t.Parallel()
+	env := func(string) string { return "" }
+	for _, c := range []struct{ flag, v string }{
+		{"--result-memory", "0"}, {"--result-memory", "-1"}, {"--output-cap", "0"},
+	} {
+		dir := t.TempDir()
+		err := runStandalone(context.Background(), []string{"--data-dir", dir, c.flag, c.v}, env, io.Discard, io.Discard)
+		require.ErrorContains(t, err, c.flag+" "+c.v+": must be a positive number of bytes")
+		entries, rerr := os.ReadDir(dir)
+		require.NoError(t, rerr)
+		require.Empty(t, entries, "nothing written for a refused flag")
+		err = runNode(context.Background(), []string{"--data-dir", dir, "--node-token", "x", c.flag, c.v}, env, io.Discard, io.Discard)
+		require.ErrorContains(t, err, c.flag+" "+c.v+": must be a positive number of bytes")
+	}
+}

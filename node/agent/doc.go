@@ -71,12 +71,13 @@
 //     again by the next process (it delivers them first). The fsync runs
 //     without the reporter's lock (finishing runs keep queueing results
 //     meanwhile; the next delivery's fsync covers them). Memory holds at
-//     most ResultMemory (64 MiB) of undelivered results; past it, newer
-//     results are in the spool only and are read back in order as older
-//     ones are delivered, so an outage of the servers, however long, does
-//     not grow the node's memory (nor its next start's). The start journal
-//     (started.log in SpoolDir) has a line for every fire whose handler was
-//     called — handed to the file with write(2) before the handler is
+//     most ResultMemory (64 MiB; the node's --result-memory) of
+//     undelivered results; past it, newer results are in the spool only
+//     and are read back in order as older ones are delivered, so an outage
+//     of the servers, however long, does not grow the node's memory (nor
+//     its next start's). The start journal (started.log in SpoolDir) has a
+//     line for every fire whose handler was called — handed to the file
+//     with write(2) before the handler is
 //     called (the starts of one dispatch batch share writes), not fsynced,
 //     so it survives the death of the process, not of the machine — and an
 //     end line once its run key was deleted; the next process

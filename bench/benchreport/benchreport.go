@@ -28,12 +28,7 @@ func Percentiles(ds []time.Duration) (p50, p99, maxd time.Duration) {
 func Machine() string {
 	cpu := "unknown CPU"
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "model name"); ok {
-				cpu = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
-				break
-			}
-		}
+		cpu = cpuModel(string(b))
 	}
 	mem := ""
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
@@ -42,6 +37,34 @@ func Machine() string {
 		mem = fmt.Sprintf(", %.0f GiB RAM", kb/1024/1024)
 	}
 	return fmt.Sprintf("%d cores (%s)%s, %s %s/%s", runtime.NumCPU(), cpu, mem, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// cpuModel names the first CPU of a /proc/cpuinfo: its model name and, as
+// virtual machines often give a bare one ("AMD EPYC") for CPUs of quite
+// different speeds, its family and model numbers.
+func cpuModel(cpuinfo string) string {
+	fields := map[string]string{}
+	for _, line := range strings.Split(cpuinfo, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			if len(fields) > 0 && strings.TrimSpace(line) == "" {
+				break // the end of the first processor's block
+			}
+			continue
+		}
+		k = strings.TrimSpace(k)
+		if _, seen := fields[k]; !seen {
+			fields[k] = strings.TrimSpace(v)
+		}
+	}
+	name := fields["model name"]
+	if name == "" {
+		return "unknown CPU"
+	}
+	if fam, model := fields["cpu family"], fields["model"]; fam != "" && model != "" {
+		name += ", family " + fam + " model " + model
+	}
+	return name
 }
 
 // CountExecutions counts the lines (fire ids) of an execution log that keep

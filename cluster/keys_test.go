@@ -34,3 +34,17 @@ func TestShardFireID(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(7), id)
 }
+
+func TestScheduledMilliOfFire(t *testing.T) {
+	t.Parallel()
+	at := time.UnixMilli(1764000000123)
+	for _, id := range []string{FireID(7, at), ShardFireID(7, at, 2)} {
+		ms, ok := ScheduledMilliOfFire(id)
+		require.True(t, ok, id)
+		require.Equal(t, at.UnixMilli(), ms, id)
+	}
+	for _, id := range []string{ManualFireID(7, 42), "7", "-1000", "7-", "7-x", "7-1000-m3", ""} {
+		_, ok := ScheduledMilliOfFire(id)
+		require.False(t, ok, id)
+	}
+}

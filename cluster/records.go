@@ -62,6 +62,25 @@ func JobIDOfFire(fireID string) (int64, error) {
 	return strconv.ParseInt(fireID[:i], 10, 64)
 }
 
+// ScheduledMilliOfFire returns the scheduled instant (Unix ms) a scheduled
+// fire's id names (FireID, ShardFireID); ok is false for a manual fire's
+// id or a malformed one.
+func ScheduledMilliOfFire(fireID string) (ms int64, ok bool) {
+	i := strings.IndexByte(fireID, '-')
+	if i <= 0 {
+		return 0, false
+	}
+	rest := fireID[i+1:]
+	if j := strings.IndexByte(rest, '-'); j >= 0 {
+		if !strings.HasPrefix(rest[j:], "-s") {
+			return 0, false
+		}
+		rest = rest[:j]
+	}
+	ms, err := strconv.ParseInt(rest, 10, 64)
+	return ms, err == nil
+}
+
 // HandlerInfo is the value of /Cronix/handler/<name>/<node_uuid>: a
 // handler's description as one node's plugin reported it.
 type HandlerInfo struct {

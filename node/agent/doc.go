@@ -119,7 +119,9 @@
 //     pluginhost.Host.HoldsStartAt), the fire is released early: when its
 //     job has nothing running or queued on this node then, 100ms plus
 //     0.1ms per fire due at the same StartAt before it, at most 400ms
-//     (batchLead), otherwise startLead (100ms) before. Its journal
+//     (batchLead; the fires due then are counted from the keys delivered
+//     for that instant, so a batch that arrives late goes at once),
+//     otherwise startLead (100ms) before. Its journal
 //     line, goroutine and plugin call happen before the start time and the
 //     plugin starts the handler at StartAt; the block strategy is applied
 //     at the release (a busy job's: 100ms before StartAt), the job timeout

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
+
 	"github.com/cronix/cronix/cluster"
 )
 
@@ -23,14 +25,52 @@ const maxHold = 10 * time.Second
 // fires). The release goroutine (releaseHeld) is owned by intake.
 type holdQueue struct {
 	mu    sync.Mutex
-	byAt  map[int64][]opened // StartAt (Unix ns) → fires, in arrival order
+	byAt  map[int64][]opened // release time (Unix ns) → fires, in arrival order
 	times timeHeap           // the keys of byAt
 	held  map[string]bool    // fire ids held (a repeated delivery is held once)
 	wake  chan struct{}      // cap 1: the earliest time changed
+	// arrived counts the scheduled fires delivered for each scheduled
+	// instant (Unix ms, from their keys' fire ids): the size of a batch
+	// before its fires are verified, for batchLead (see noteArrivals).
+	arrived map[int64]int
 }
 
 func newHoldQueue() *holdQueue {
-	return &holdQueue{byAt: map[int64][]opened{}, held: map[string]bool{}, wake: make(chan struct{}, 1)}
+	return &holdQueue{byAt: map[int64][]opened{}, held: map[string]bool{}, wake: make(chan struct{}, 1),
+		arrived: map[int64]int{}}
+}
+
+// arrivedKeep is how long past its instant a batch's count is kept.
+const arrivedKeep = time.Minute
+
+// noteArrivals counts the fires of a watch response (or listing) by the
+// scheduled instant their keys name, before any is verified: a fire
+// dispatched ahead names its StartAt there. A large batch arrives as a
+// few etcd transactions and is verified and admitted intakeChunk fires at
+// a time by parallel shards, so the fires of one call of holdEarly are not
+// the batch; a fire that arrives after its idleLead time is released
+// batchLead of this count ahead (at once for thousands), not of its chunk's
+// 64 (startLead: its hand-over then began too late to end before the
+// second). The count only moves a verified fire's release within idleLead
+// of its StartAt: a forged key cannot run anything.
+func (q *holdQueue) noteArrivals(kvs []*mvccpb.KeyValue, now time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, kv := range kvs {
+		ms, ok := cluster.ScheduledMilliOfFire(cluster.LastSegment(string(kv.Key)))
+		if !ok {
+			continue
+		}
+		if _, seen := q.arrived[ms]; !seen {
+			old := now.Add(-arrivedKeep).UnixMilli()
+			for k := range q.arrived {
+				if k < old {
+					delete(q.arrived, k)
+				}
+			}
+		}
+		q.arrived[ms]++
+	}
 }
 
 // startLead is how long before its StartAt a fire is released to a
@@ -123,7 +163,10 @@ func (a *Agent) holdEarly(fires []opened) []opened {
 	var due []opened
 	q := a.hold
 	busy := a.busyJobs()
-	var batch map[int64]int // StartAt (Unix ns) → fires of fires due then
+	var locked bool // q.mu is taken on the first fire held
+	// The batch due at a StartAt: the fires delivered for it (noteArrivals)
+	// or, if more, those of this call; counted once per StartAt.
+	var batch map[int64]int // StartAt (Unix ns) → fires due then
 	count := func(at time.Time) int {
 		if batch == nil {
 			batch = map[int64]int{}
@@ -132,10 +175,18 @@ func (a *Agent) holdEarly(fires []opened) []opened {
 					batch[f.d.StartAt.UnixNano()]++
 				}
 			}
+			if !locked {
+				q.mu.Lock()
+			}
+			for k, n := range batch {
+				batch[k] = max(n, q.arrived[time.Unix(0, k).UnixMilli()])
+			}
+			if !locked {
+				q.mu.Unlock()
+			}
 		}
 		return batch[at.UnixNano()]
 	}
-	var locked bool // q.mu is taken on the first fire held
 	// A batch is thousands of fires that mostly go the same way (all held
 	// at intake, all due at release): the slices are sized for the rest of
 	// the batch when first needed instead of doubled up to it.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/pluginapi"
@@ -232,6 +233,48 @@ func TestReleaseAtDependsOnTheRunnerTheJobAndTheBatch(t *testing.T) {
 	require.True(t, held.releaseAt(&d, late, fires(1), busy).Equal(late), "past startLead: now")
 	require.Equal(t, idleLead, batchLead(1<<30))
 	require.Equal(t, startLead, batchLead(0))
+}
+
+// A large batch that arrives after its idleLead time is released at once,
+// although it is verified and held 64 fires (intakeChunk) at a time: the
+// count is the fires delivered for its instant (noteArrivals), not the
+// chunk's. The same chunk alone is held until batchLead of 64.
+func TestLateLargeBatchIsReleasedAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	a, err := New(b.cfg, b.etcd, &holdingRunner{testRunner: b.runner})
+	require.NoError(t, err)
+	// Within idleLead of the start time, well before batchLead of a chunk.
+	at := time.Now().Add(idleLead - 10*time.Millisecond).Truncate(time.Millisecond)
+	const batch = 3000
+	kvs := make([]*mvccpb.KeyValue, batch)
+	chunk := make([]opened, intakeChunk)
+	for i := range kvs {
+		id := cluster.FireID(int64(i+1), at)
+		kvs[i] = &mvccpb.KeyValue{Key: []byte(b.cfg.Keys.Run(b.cfg.UUID, id))}
+		if i < intakeChunk {
+			chunk[i] = opened{kv: kvs[i], d: cluster.Dispatch{FireID: id, ScheduledAt: at, StartAt: at,
+				Job: cluster.JobConfig{JobID: int64(i + 1), Handler: "echo"}}}
+		}
+	}
+	require.Empty(t, a.holdEarly(chunk), "a chunk alone waits for batchLead(64)")
+	require.Equal(t, intakeChunk, a.hold.count())
+
+	a2, err := New(b.cfg, b.etcd, &holdingRunner{testRunner: b.runner})
+	require.NoError(t, err)
+	a2.hold.noteArrivals(kvs, time.Now())
+	require.Len(t, a2.hold.held, 0)
+	require.Len(t, a2.holdEarly(chunk), intakeChunk, "a chunk of 3,000 delivered fires goes at once")
+	require.Zero(t, a2.hold.count())
+
+	// Manual fires and malformed keys are not counted; old instants are
+	// forgotten when a new one comes.
+	a2.hold.noteArrivals([]*mvccpb.KeyValue{
+		{Key: []byte(b.cfg.Keys.Run(b.cfg.UUID, cluster.ManualFireID(1, 9)))},
+		{Key: []byte("junk")},
+		{Key: []byte(b.cfg.Keys.Run(b.cfg.UUID, cluster.FireID(1, at.Add(2*arrivedKeep))))},
+	}, at.Add(2*arrivedKeep))
+	require.Equal(t, map[int64]int{at.Add(2 * arrivedKeep).UnixMilli(): 1}, a2.hold.arrived)
 }
 
 // A fire of a job that is busy when its idleLead time comes goes back to

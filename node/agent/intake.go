@@ -80,6 +80,7 @@ func (a *Agent) intake(ctx context.Context) {
 // fire was accepted (or ctx ended), so responses are still taken one after
 // the other; false when ctx ended first.
 func (a *Agent) acceptAll(ctx context.Context, kvs []*mvccpb.KeyValue) bool {
+	a.hold.noteArrivals(kvs, time.Now())
 	workers := min(runtime.GOMAXPROCS(0), len(kvs)/minIntakeShard)
 	if workers <= 1 {
 		return a.acceptShard(ctx, kvs)

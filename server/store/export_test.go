@@ -62,14 +62,14 @@ func (s *Store) ForgetMigration(ctx context.Context, version int64) error {
 // as a binary of that schema would have left the database (tests only;
 // SQLite and PostgreSQL).
 func OpenAtVersion(ctx context.Context, dsn string, version int64) (*Store, error) {
-	db, dialect, gate, err := openDB(ctx, dsn)
+	odb, err := openDB(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, dialect: dialect, gate: gate}
-	migs, err := schema.Load(dialect)
+	s := newStore(odb)
+	migs, err := schema.Load(s.dialect)
 	if err != nil {
-		_ = db.Close()
+		_ = s.Close()
 		return nil, err
 	}
 	var upTo []schema.Migration
@@ -79,7 +79,7 @@ func OpenAtVersion(ctx context.Context, dsn string, version int64) (*Store, erro
 		}
 	}
 	if err := s.migrateTx(ctx, upTo); err != nil {
-		_ = db.Close()
+		_ = s.Close()
 		return nil, err
 	}
 	return s, nil

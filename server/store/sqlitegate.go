@@ -44,7 +44,12 @@ type writeGate struct {
 
 func newWriteGate() *writeGate { return &writeGate{ch: make(chan struct{}, 1)} }
 
+// A nil gate is one its users hold already (the writer connection's, see
+// openedDB.writer): acquire and release do nothing.
 func (g *writeGate) acquire(ctx context.Context) error {
+	if g == nil {
+		return nil
+	}
 	select {
 	case g.ch <- struct{}{}:
 		return nil
@@ -64,7 +69,11 @@ func (g *writeGate) acquire(ctx context.Context) error {
 	}
 }
 
-func (g *writeGate) release() { <-g.ch }
+func (g *writeGate) release() {
+	if g != nil {
+		<-g.ch
+	}
+}
 
 // gatedConnector opens SQLite connections whose writes pass the gate.
 type gatedConnector struct {

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
 )
 
 // TestSQLiteWritersQueueInsteadOfTimingOut: with a write transaction held
@@ -100,4 +102,42 @@ func TestMayWrite(t *testing.T) {
 	} {
 		require.Equal(t, want, mayWrite(q), q)
 	}
+}
+
+// TestSQLiteTransactionsShareTheWriterConnection: the store's write
+// transactions on a SQLite file run on one connection (openedDB.writer),
+// so SQLite keeps its page cache between them: a TEMP table, which only
+// its own connection sees, made in one transaction is there in the next,
+// also when other writers took turns in between, and reads on the pool do
+// not see it.
+func TestSQLiteTransactionsShareTheWriterConnection(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "cronix.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NotNil(t, s.writer)
+
+	require.NoError(t, s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		_, err := tx.ExecContext(ctx, "CREATE TEMP TABLE writer_mark (n INTEGER)")
+		return err
+	}))
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			assert.NoError(t, s.CreateJob(ctx, &Job{Name: fmt.Sprintf("j%d", i), Group: "default",
+				Schedule: "@every 1m", Handler: "shell", Params: []byte(`{}`), Enabled: true}))
+		})
+	}
+	wg.Wait()
+	require.NoError(t, s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		_, err := tx.ExecContext(ctx, "INSERT INTO writer_mark (n) VALUES (1)")
+		return err
+	}), "the next transaction runs on the connection that made the TEMP table")
+	var n int
+	err = s.db.NewSelect().TableExpr("sqlite_temp_master").ColumnExpr("count(*)").
+		Where("name = 'writer_mark'").Scan(ctx, &n)
+	require.NoError(t, err)
+	require.Zero(t, n, "a read on the pool is on another connection")
 }

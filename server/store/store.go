@@ -20,6 +20,7 @@ import (
 // Store is the SQL record. It is safe for concurrent use.
 type Store struct {
 	db        *bun.DB
+	writer    *bun.DB // SQLite file: inTx's connection (openedDB.writer); else nil
 	dialect   string
 	gate      *writeGate // SQLite: the writers' queue (sqlitegate.go)
 	closeOnce sync.Once
@@ -32,7 +33,7 @@ type Store struct {
 //	postgres://user@host:5432/db?sslmode=disable
 //	mysql://user:pass@tcp(host:3306)/db?parseTime=true   (go-sql-driver DSN after "mysql://")
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
-	db, dialect, gate, err := openDB(ctx, dsn)
+	odb, err := openDB(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -41,11 +42,15 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		opt(&o)
 	}
 	if o.observe != nil {
-		db = db.WithQueryHook(queryHook(o)) // a clone sharing the connection pool
+		// Clones sharing the connection pools.
+		odb.db = odb.db.WithQueryHook(queryHook(o))
+		if odb.writer != nil {
+			odb.writer = odb.writer.WithQueryHook(queryHook(o))
+		}
 	}
-	s := &Store{db: db, dialect: dialect, gate: gate}
+	s := newStore(odb)
 	if err := s.migrateRetryingBusy(ctx); err != nil {
-		_ = db.Close()
+		_ = s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -114,8 +119,18 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	s.closeOnce.Do(func() { s.closeErr = s.db.Close() })
+	s.closeOnce.Do(func() {
+		s.closeErr = s.db.Close()
+		if s.writer != nil {
+			s.closeErr = errors.Join(s.closeErr, s.writer.Close())
+		}
+	})
 	return s.closeErr
+}
+
+// newStore is the Store of an opened database.
+func newStore(o *openedDB) *Store {
+	return &Store{db: o.db, writer: o.writer, dialect: o.dialect, gate: o.gate}
 }
 
 // Dialect is "sqlite", "postgres" or "mysql".
@@ -129,7 +144,7 @@ const maxTxAttempts = 5
 // race with a concurrent transaction. fn must be safe to repeat.
 func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
 	for attempt := 1; ; attempt++ {
-		err := s.db.RunInTx(ctx, nil, fn)
+		err := s.runInTx(ctx, fn)
 		if err == nil || attempt >= maxTxAttempts || !isRetryable(err) {
 			return err
 		}
@@ -141,6 +156,20 @@ func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx
 		case <-t.C:
 		}
 	}
+}
+
+// runInTx runs fn in one transaction: on a SQLite file on the writer
+// connection, the gate taken first (so the writers queue for it in order,
+// not in the pool's random order, and the connection is free when taken).
+func (s *Store) runInTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+	if s.writer == nil {
+		return s.db.RunInTx(ctx, nil, fn)
+	}
+	if err := s.gate.acquire(ctx); err != nil {
+		return err
+	}
+	defer s.gate.release()
+	return s.writer.RunInTx(ctx, nil, fn)
 }
 
 // now is the store's clock for created_at/updated_at.

@@ -199,7 +199,7 @@ type placementConfig struct {
 	// PlaceJobs writes every enabled job's config to its node in etcd.
 	PlaceJobs bool `flag:"place-jobs" env:"CRONIX_PLACE_JOBS" yaml:"place_jobs" help:"leader writes every enabled job's signed config under /Cronix/job/<node>/<id> (no node reads it yet; costs etcd space and leader memory per job); off: the leader removes existing placements"`
 	// DispatchAhead is scheduler.Config.DispatchAhead.
-	DispatchAhead time.Duration `flag:"dispatch-ahead" env:"CRONIX_DISPATCH_AHEAD" yaml:"dispatch_ahead" help:"record and dispatch each fire up to this long before its time: a third of a millisecond per fire of the previous batch, at least half of it; the node holds the fire and starts it at its time (0 = dispatch at the time; at most 5s; used while every live node supports it)"`
+	DispatchAhead time.Duration `flag:"dispatch-ahead" env:"CRONIX_DISPATCH_AHEAD" yaml:"dispatch_ahead" help:"record and dispatch each fire up to this long before its time: a third of a millisecond per fire of the previous batch, at least half of it, up to twice it while the leader's writes are slow; the node holds the fire and starts it at its time (0 = dispatch at the time; at most 5s; used while every live node supports it)"`
 }
 
 func defaultPlacement() placementConfig {

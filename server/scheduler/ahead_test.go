@@ -99,6 +99,26 @@ func TestAheadFollowsTheBatch(t *testing.T) {
 		l.lastBatch = n
 		require.Equal(t, want, l.ahead(), "after a batch of %d", n)
 	}
+
+	// A slow write path brings the batch forward by itself plus half of
+	// the size rule's ahead, up to twice DispatchAhead; the slowest of the
+	// last aheadWrites counts.
+	l.lastBatch = 3000
+	l.noteWrite(900 * time.Millisecond)
+	require.Equal(t, 1400*time.Millisecond, l.ahead(), "write path 900ms + 500ms")
+	l.noteWrite(100 * time.Millisecond)
+	require.Equal(t, 1400*time.Millisecond, l.ahead(), "the slowest of the last writes counts")
+	l.noteWrite(3 * time.Second)
+	require.Equal(t, 2*time.Second, l.ahead(), "at most twice DispatchAhead")
+	for range aheadWrites {
+		l.noteWrite(100 * time.Millisecond)
+	}
+	require.Equal(t, time.Second, l.ahead(), "fast writes again: the size rule")
+	l.cfg = Config{DispatchAhead: 4 * time.Second, DispatchAheadMin: 2 * time.Second}
+	l.noteWrite(6 * time.Second)
+	require.Equal(t, MaxDispatchAhead, l.ahead(), "at most MaxDispatchAhead")
+	l.cfg = Config{DispatchAhead: time.Second, DispatchAheadMin: 500 * time.Millisecond}
+
 	l.cfg.DispatchAheadMin = 0
 	require.Equal(t, time.Second, l.ahead())
 	l.holdOK = false
@@ -125,6 +145,27 @@ func TestSmallBatchesGoDispatchAheadMinAhead(t *testing.T) {
 		require.True(t, ok, "job %d's fire of t0+1s is dispatched at t0+0.8s", j)
 		require.True(t, d.StartAt.Equal(at1), "StartAt %s", d.StartAt)
 	}
+}
+
+// A batch whose insert took long makes the next one start earlier: by the
+// write path's duration plus half of the size rule's ahead.
+func TestSlowWritesBringTheTickForward(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.ahead, h.aheadMin = time.Second, 500*time.Millisecond
+	h.sched = h.newScheduler()
+	h.addNodeWith("n1", "g", "127.0.0.1:1", startAt, "cmd")
+	h.store.putJob(job(1, everySecond))
+	h.store.inserting = func() { h.clock.Advance(300 * time.Millisecond) }
+	h.start()
+
+	at1 := t0.Add(time.Second)
+	h.waitArmed(at1.Add(-500 * time.Millisecond)) // one fire: the size rule's DispatchAheadMin
+	h.clock.Advance(500 * time.Millisecond)       // the insert takes 300ms more
+	at2 := at1.Add(time.Second)
+	h.waitArmed(at2.Add(-550 * time.Millisecond)) // 300ms + 500ms/2 before t0+2s, not 500ms
+	_, ok := h.dispatchOf("n1", cluster.FireID(1, at1))
+	require.True(t, ok)
 }
 
 // A job disabled after its next fire was dispatched ahead gets that fire

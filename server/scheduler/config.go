@@ -134,7 +134,9 @@ type Config struct {
 	// ahead follow the size of the batches (ahead): a batch is dispatched
 	// a third of a millisecond per fire of the previous batch ahead, at least
 	// DispatchAheadMin and at most DispatchAhead (the server sets half of
-	// DispatchAhead). 0: always DispatchAhead.
+	// DispatchAhead), or longer while the last batches' write path was
+	// slow: its duration plus half of that, up to twice DispatchAhead and
+	// MaxDispatchAhead (writeAhead). 0: always DispatchAhead.
 	DispatchAheadMin time.Duration
 }
 

@@ -44,19 +44,24 @@
 // # Dispatch ahead
 //
 // With Config.DispatchAhead > 0 (the server's default, DefaultDispatchAhead,
-// is 1s) the timer wakes that long before the earliest fire and a tick
+// is 850ms) the timer wakes that long before the earliest fire and a tick
 // takes every job due within that long of now. With DispatchAheadMin (the
 // server's is half of DispatchAhead) "that long" follows the batches: the
 // previous batch's size over aheadFiresPerSecond, between the two (a large batch
 // needs the time, a small one competes less with the previous second's
-// runs when it comes later). Those fires go through the same three steps
+// runs when it comes later), or longer when the write path needs it: the
+// slowest of the last four batches' SQL insert and etcd dispatch plus half
+// of that, at most twice DispatchAhead and MaxDispatchAhead, so that the
+// node gets the batch well before its time also where the insert is slow
+// (a slower machine, a large runs table). Those fires go through the same three steps
 // early, each dispatch carrying StartAt = its scheduled time, and the node
 // holds it until then (node/agent). The whole write path is then paid
 // before the second begins. It is used only while every live node offers
 // cluster.FeatureStartAt (an older node would start the fire at once); a
 // node without it turns it off from the next tick. What changes:
 //
-//   - Cursors reach a scheduled time up to DispatchAhead before it comes.
+//   - Cursors reach a scheduled time up to twice DispatchAhead before it
+//     comes (never more than MaxDispatchAhead).
 //     A new leader resumes after the cursor, so a fire dispatched ahead is
 //     never fired again; the node that holds it runs it at its time, also
 //     when the term that dispatched it has ended (it was verified when it

@@ -42,6 +42,9 @@ type memStore struct {
 	failInserts int // the next calls fail
 	lostAcks    int // the next calls insert but then fail (the commit's answer was lost)
 	batchLoads  int // JobsByID calls
+	// inserting, when set, runs in each InsertRuns call (e.g. to advance
+	// the fake clock: an insert that takes that long).
+	inserting func()
 }
 
 func newMemStore() *memStore {
@@ -128,6 +131,9 @@ func (m *memStore) InsertRuns(_ context.Context, runs []store.Run) ([]string, er
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.insertCalls++
+	if m.inserting != nil {
+		m.inserting()
+	}
 	if m.failInserts > 0 {
 		m.failInserts--
 		return nil, errors.New("database is locked")

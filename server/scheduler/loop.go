@@ -36,6 +36,12 @@ type loop struct {
 	// lastBatch is how many fires the last tick that had any collected:
 	// it sets how far ahead the next one dispatches (ahead).
 	lastBatch int
+	// writes are how long the write path (SQL insert and etcd dispatch)
+	// of the last batches took, newest at writes[writeAt%len]: with them
+	// ahead brings a tick forward when the batch would otherwise reach the
+	// node too close to its time.
+	writes  [aheadWrites]time.Duration
+	writeAt int
 
 	aheadRuns map[int64][]aheadRef  // fires dispatched ahead, by job (pruned as their time passes)
 	cancels   []dispatch.CancelItem // fires dispatched ahead of removed jobs, to cancel
@@ -606,6 +612,7 @@ func (l *loop) commit(ctx context.Context) error {
 			return nil
 		}
 		dispatched := l.clock.Now()
+		l.noteWrite(dispatched.Sub(start))
 		l.noteAhead(sent)
 		for _, f := range sent {
 			f.stage = stageDispatched

@@ -359,16 +359,52 @@ func (l *loop) tick(ctx context.Context, now time.Time) error {
 // every live node holds fires until their StartAt (cluster.FeatureStartAt;
 // else 0): Config.DispatchAhead, or with Config.DispatchAheadMin set,
 // a second per aheadFiresPerSecond fires of the last batch, at least
-// DispatchAheadMin and at most DispatchAhead.
+// DispatchAheadMin and at most DispatchAhead, brought forward when the
+// write path needs it (writeAhead).
 func (l *loop) ahead() time.Duration {
 	if !l.holdOK {
 		return 0
 	}
 	if lo := l.cfg.DispatchAheadMin; lo > 0 && lo < l.cfg.DispatchAhead {
-		return min(l.cfg.DispatchAhead, max(lo, time.Duration(l.lastBatch)*time.Second/aheadFiresPerSecond))
+		base := min(l.cfg.DispatchAhead, max(lo, time.Duration(l.lastBatch)*time.Second/aheadFiresPerSecond))
+		return max(base, l.writeAhead(base))
 	}
 	return l.cfg.DispatchAhead
 }
+
+// writeAhead is how far ahead a batch must start for the node to get it
+// at least half of base before its time: the slowest of the last
+// aheadWrites write paths (SQL insert and etcd dispatch, noteWrite) plus
+// base/2, at most twice DispatchAhead and MaxDispatchAhead. The size rule
+// of ahead assumes a write path of about 100-250 ms for 3,000 fires; on a
+// slower machine, or with a runs table whose per-job index no longer
+// fits SQLite's cache, the insert alone took 400-650 ms and the dispatch
+// 100-250 more, so batches committed 850 ms ahead reached the node
+// after their time (3,000 http jobs/s, 180 s on a 2-core 2.1 GHz EPYC:
+// p99 480 -> 279 ms, at the receiver's socket 385 -> 102 ms with a fixed
+// 1.25 s; alternating runs without and with writeAhead: p99 2,783 and
+// 340 ms against 287 and 615). It cannot help once the write path itself
+// takes a second: the loop then falls behind (docs/performance.md, stop 33).
+func (l *loop) writeAhead(base time.Duration) time.Duration {
+	var slowest time.Duration
+	for _, w := range l.writes {
+		slowest = max(slowest, w)
+	}
+	if slowest == 0 {
+		return 0
+	}
+	return min(slowest+base/2, 2*l.cfg.DispatchAhead, MaxDispatchAhead)
+}
+
+// noteWrite records how long a batch's write path took (writeAhead).
+func (l *loop) noteWrite(d time.Duration) {
+	l.writes[l.writeAt%aheadWrites] = d
+	l.writeAt++
+}
+
+// aheadWrites is how many recent write paths writeAhead looks at: the
+// slowest of a few, so one fast second does not undo it.
+const aheadWrites = 4
 
 // aheadFiresPerSecond sets how much earlier a batch is dispatched for
 // each of its fires (a third of a millisecond), between

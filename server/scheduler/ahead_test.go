@@ -35,6 +35,18 @@ func newAheadHarness(t *testing.T) *harness {
 	return h
 }
 
+// newAheadMinHarness is a harness dispatching up to 1s ahead, at least
+// aheadMin, with node n1 (which holds fires) and job 1 every second.
+func newAheadMinHarness(t *testing.T, aheadMin time.Duration) *harness {
+	t.Helper()
+	h := newHarness(t)
+	h.ahead, h.aheadMin = time.Second, aheadMin
+	h.sched = h.newScheduler()
+	h.addNodeWith("n1", "g", "127.0.0.1:1", startAt, "cmd")
+	h.store.putJob(job(1, everySecond))
+	return h
+}
+
 // toFirstDispatchAhead advances the clock of a started loop to the
 // dispatch of the fires of t0+1s (DispatchAhead before it) and waits for
 // the loop to handle it; it returns t0+1s.
@@ -128,11 +140,7 @@ func TestAheadFollowsTheBatch(t *testing.T) {
 // The loop wakes DispatchAheadMin before a fire when its batches are small.
 func TestSmallBatchesGoDispatchAheadMinAhead(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.ahead, h.aheadMin = time.Second, 200*time.Millisecond
-	h.sched = h.newScheduler()
-	h.addNodeWith("n1", "g", "127.0.0.1:1", startAt, "cmd")
-	h.store.putJob(job(1, everySecond))
+	h := newAheadMinHarness(t, 200*time.Millisecond)
 	h.store.putJob(job(2, everySecond))
 	h.start()
 
@@ -151,11 +159,7 @@ func TestSmallBatchesGoDispatchAheadMinAhead(t *testing.T) {
 // write path's duration plus half of the size rule's ahead.
 func TestSlowWritesBringTheTickForward(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.ahead, h.aheadMin = time.Second, 500*time.Millisecond
-	h.sched = h.newScheduler()
-	h.addNodeWith("n1", "g", "127.0.0.1:1", startAt, "cmd")
-	h.store.putJob(job(1, everySecond))
+	h := newAheadMinHarness(t, 500*time.Millisecond)
 	h.store.inserting = func() { h.clock.Advance(300 * time.Millisecond) }
 	h.start()
 

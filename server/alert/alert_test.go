@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"mime"
+	"net/http"
+	"net/http/httptest"
 	"net/mail"
 	"path/filepath"
 	"strings"
@@ -302,6 +304,53 @@ func TestWebhookSignedRetriedAcrossRestart(t *testing.T) {
 	d := evs[0].Deliveries[0]
 	require.Equal(t, store.DeliverySent, d.Status)
 	require.Equal(t, 3, d.Attempts)
+}
+
+// TestStopLetsTheSendInFlightFinish: a graceful stop that begins while a
+// webhook is answering does not cut the attempt off (recorded as failed,
+// then sent again): the answer is awaited and the delivery recorded sent.
+func TestStopLetsTheSendInFlightFinish(t *testing.T) {
+	t.Parallel()
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var got atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if got.Add(1) == 1 {
+			close(arrived)
+			<-release
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	b := newBundle(t)
+	svc := b.service(b.store, nil)
+	b.putSettings(svc, alert.Settings{Webhooks: []alert.Webhook{{Name: "ops", URL: srv.URL}}})
+	job := b.job("slow-receiver")
+	require.NoError(t, svc.Raise(t.Context(), alert.Event{Kind: alert.KindRunFailed, Key: "run.failed:stop-1",
+		JobID: job.ID, Node: "node-1", Message: "exit status 2"}))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		svc.RunSender(ctx)
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(waitLong):
+		t.Fatal("the webhook got no request")
+	}
+	cancel() // the graceful stop begins while the receiver holds the answer
+	close(release)
+	select {
+	case <-stopped:
+	case <-time.After(waitLong):
+		t.Fatal("the sender did not stop")
+	}
+	evs := b.waitEvents(1)
+	d := evs[0].Deliveries[0]
+	require.Equal(t, store.DeliverySent, d.Status, "last error %q", d.LastError)
+	require.Equal(t, 1, d.Attempts)
+	require.Equal(t, int32(1), got.Load())
 }
 
 // TestTwoLeadersRaiseOnce: an old and a new leader scanning the same runs

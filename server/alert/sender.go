@@ -117,10 +117,29 @@ func (s *Service) backoff(n int) time.Duration {
 	return min(d, s.cfg.RetryMax)
 }
 
-// send makes one attempt of a delivery.
+// stopGrace is how long an attempt in flight may go on after a graceful
+// stop began (ctx done), so that a receiver that got it is recorded as
+// sent rather than cut off, recorded as failed and sent again.
+const stopGrace = 5 * time.Second
+
+// send makes one attempt of a delivery, within SendTimeout; a stop (ctx
+// done) cuts it off only after stopGrace.
 func (s *Service) send(ctx context.Context, set Settings, ev *store.AlertEvent, d store.AlertDelivery) error {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.SendTimeout)
 	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	stop := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(stopGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-done:
+		}
+	})
+	defer stop()
+	ctx = sctx
 	switch d.Channel {
 	case ChannelEmail:
 		return s.sendMail(ctx, set, ev, d)

@@ -255,6 +255,8 @@ type Hook struct {
 	Status int
 	// SignatureOK: the signature matched the secret (always false without one).
 	SignatureOK bool
+	// At is when the receiver got the request.
+	At time.Time
 }
 
 // WebhookReceiver is an HTTP server on a loopback port recording requests.
@@ -284,7 +286,7 @@ func StartWebhook(t testing.TB, secret string, status func(n int) int) *WebhookR
 func (w *WebhookReceiver) serve(rw http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	h := Hook{ID: r.Header.Get("webhook-id"), Timestamp: r.Header.Get("webhook-timestamp"),
-		Signature: r.Header.Get("webhook-signature"), Body: body}
+		Signature: r.Header.Get("webhook-signature"), Body: body, At: time.Now()}
 	h.SignatureOK = w.Secret != "" && Verify(w.Secret, h.ID, h.Timestamp, body, h.Signature)
 	w.mu.Lock()
 	n := len(w.hooks) + 1

@@ -27,12 +27,15 @@ import (
 // changes in one so that the statement alone can be undone, and in a file
 // that was an open(2), a write(2) per page and an unlink per statement. It
 // is only read to undo a failed statement of a live connection; the commit
-// and its durability are the WAL's, unchanged.
+// and its durability are the WAL's, unchanged. A commit checkpoints only
+// past walFallbackPages: the store's checkpointer does it beside the
+// writers (checkpoint.go).
 var sqlitePragmas = []struct{ name, value string }{
 	{"busy_timeout", "busy_timeout(5000)"},
 	{"journal_mode", "journal_mode(WAL)"},
 	{"foreign_keys", "foreign_keys(1)"},
 	{"temp_store", "temp_store(MEMORY)"},
+	{"wal_autocheckpoint", fmt.Sprintf("wal_autocheckpoint(%d)", walFallbackPages)},
 }
 
 // openedDB is a database the store opened.
@@ -190,7 +193,7 @@ func sqliteDSN(dsn string) (string, bool, error) {
 	memory := path == ":memory:" || strings.Contains(path, "mode=memory")
 	have := strings.ToLower(strings.Join(q["_pragma"], ","))
 	for _, p := range sqlitePragmas {
-		if memory && p.name == "journal_mode" {
+		if memory && (p.name == "journal_mode" || p.name == "wal_autocheckpoint") {
 			continue
 		}
 		if !strings.Contains(have, p.name) {

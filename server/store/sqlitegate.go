@@ -275,6 +275,9 @@ func mayWrite(query string) bool {
 	case "SELECT", "EXPLAIN", "VALUES":
 		return false
 	case "PRAGMA":
+		if strings.EqualFold(strings.TrimSpace(q), passiveCheckpoint) {
+			return false // a passive checkpoint never takes the write lock (checkpoint.go)
+		}
 		return strings.Contains(q, "=") || strings.Contains(q, "(")
 	case "WITH":
 		u := strings.ToUpper(q)

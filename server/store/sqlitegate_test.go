@@ -92,6 +92,8 @@ func TestMayWrite(t *testing.T) {
 		"PRAGMA journal_mode":                                false,
 		"PRAGMA table_info(runs)":                            true, // unsure: counted as a write
 		"PRAGMA journal_mode=WAL":                            true,
+		"PRAGMA wal_checkpoint(PASSIVE)":                     false, // beside writers (checkpoint.go)
+		"PRAGMA wal_checkpoint(TRUNCATE)":                    true,
 		"WITH x AS (SELECT 1) SELECT * FROM x":               false,
 		"WITH x AS (SELECT 1) INSERT INTO t SELECT * FROM x": true,
 		"INSERT INTO audit (a) VALUES (1) RETURNING id":      true,

@@ -1,7 +1,7 @@
 // Package waitctx waits for a time unless a context ends first: the one
 // cancellable sleep of the node agent, the plugin host, the alert
-// service and the built-in http handler (the plugin SDK keeps its own: it
-// imports no Cronix package).
+// service, the store's checkpointer and the built-in http handler (the
+// plugin SDK keeps its own: it imports no Cronix package).
 package waitctx
 
 import (

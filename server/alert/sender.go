@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cronix/cronix/internal/waitctx"
 	"github.com/cronix/cronix/server/store"
 )
 
@@ -127,18 +128,12 @@ const stopGrace = 5 * time.Second
 func (s *Service) send(ctx context.Context, set Settings, ev *store.AlertEvent, d store.AlertDelivery) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.SendTimeout)
 	defer cancel()
-	done := make(chan struct{})
-	defer close(done)
-	stop := context.AfterFunc(ctx, func() {
-		t := time.NewTimer(stopGrace)
-		defer t.Stop()
-		select {
-		case <-t.C:
+	// The grace ends early when the attempt does (sctx cancelled on return).
+	defer context.AfterFunc(ctx, func() {
+		if waitctx.Sleep(sctx, stopGrace) {
 			cancel()
-		case <-done:
 		}
-	})
-	defer stop()
+	})()
 	ctx = sctx
 	switch d.Channel {
 	case ChannelEmail:

@@ -22,7 +22,8 @@ import (
 //
 // It needs node, ui/web/node_modules and Chromium (/usr/bin/chromium or
 // $CHROMIUM); without them it skips, except with CI=true, where it fails.
-// CRONIX_SCREENSHOTS=1 writes the screenshots to docs/screenshots.
+// CRONIX_SCREENSHOTS=1 writes the screenshots to docs/screenshots (install
+// Debian's fonts-noto-cjk first, or the Chinese pictures show empty boxes).
 func TestWebAdminInChromium(t *testing.T) {
 	root, err := filepath.Abs("..")
 	require.NoError(t, err)

@@ -80,7 +80,10 @@ async function shot(page, name) {
   await until(`${name}: no popup over the page`, async () =>
     (await page.locator('.ant-select-dropdown:visible, .ant-message-notice:visible, .ant-spin-spinning:visible').count()) === 0, 15_000);
   await page.mouse.move(1, 1); // no hover highlight in the pictures
-  await page.screenshot({ path: join(shots, name + '.png'), fullPage: false });
+  await page.evaluate(() => document.activeElement?.blur?.()); // nor a focus ring
+  // Transitions finished: a theme switch fades colours over 0.2 s, and a
+  // picture taken inside it shows half the page in the old theme.
+  await page.screenshot({ path: join(shots, name + '.png'), fullPage: false, animations: 'disabled' });
 }
 // In-app navigation (like following a link), without reloading the app.
 async function nav(page, path) {
@@ -417,9 +420,17 @@ try {
   step('dark mode');
   await page.getByLabel('Dark mode').click();
   await until('the dark theme', () => page.evaluate(() => document.documentElement.dataset.theme === 'dark'));
-  const bg = await page.evaluate(() => getComputedStyle(document.querySelector('.ant-layout')).backgroundColor);
-  const [r, g, b] = bg.match(/\d+/g).map(Number);
-  if (r + g + b > 150) throw new Error(`dark mode background is ${bg}`);
+  if ((await page.getByLabel('Dark mode').getAttribute('aria-checked')) !== 'true') throw new Error('the dark mode switch shows off in dark mode');
+  // The page, the table header and the filter selects all turn dark (after
+  // the theme's colour transition), and the header text stays readable.
+  const dark = (sel, prop = 'backgroundColor') => page.evaluate(([s, p]) => {
+    const [r, g, b] = getComputedStyle(document.querySelector(s))[p].match(/\d+/g).map(Number);
+    return r + g + b;
+  }, [sel, prop]);
+  for (const sel of ['.ant-layout', 'main .ant-table-thead th', 'main .ant-select']) {
+    await until(`a dark ${sel}`, async () => (await dark(sel)) <= 150, 5_000);
+  }
+  if ((await dark('main .ant-table-thead th', 'color')) < 600) throw new Error('dark mode table header text is dark');
   await shot(page, 'alerts-dark-en');
   await page.getByLabel('Dark mode').click();
   await until('the light theme', () => page.evaluate(() => document.documentElement.dataset.theme === 'light'));

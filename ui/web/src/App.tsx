@@ -1,6 +1,6 @@
 import {
   AlertOutlined, ApartmentOutlined, AuditOutlined, ClusterOutlined, DashboardOutlined, KeyOutlined, LogoutOutlined,
-  ScheduleOutlined, TeamOutlined, UnorderedListOutlined, UsergroupAddOutlined, DesktopOutlined,
+  ScheduleOutlined, TeamOutlined, UnorderedListOutlined, DesktopOutlined, FieldTimeOutlined, MenuFoldOutlined, MenuUnfoldOutlined,
 } from '@ant-design/icons';
 import { App as AntApp, Button, ConfigProvider, Layout, Menu, Select, Space, Spin, Switch, theme, Typography } from 'antd';
 import enUS from 'antd/locale/en_US';
@@ -153,7 +153,7 @@ function Shell({ children, dark, setDark }: { children: ReactNode; dark: boolean
   return (
     <Layout style={{ minHeight: '100%' }}>
       <Layout.Sider breakpoint="md" collapsedWidth={0} collapsible collapsed={collapsed} onCollapse={setCollapsed} trigger={null} width={208}>
-        <div className="app-logo">⏱ Cronix</div>
+        <div className="app-logo"><FieldTimeOutlined aria-hidden /> Cronix</div>
         <nav aria-label="main">
           <Menu
             theme="dark"
@@ -169,7 +169,7 @@ function Shell({ children, dark, setDark }: { children: ReactNode; dark: boolean
       </Layout.Sider>
       <Layout>
         <Layout.Header style={{ padding: '0 16px', display: 'flex', alignItems: 'center', gap: 12, background: 'var(--cronix-color-bg-container)' }}>
-          <Button type="text" aria-label="menu" onClick={() => setCollapsed(!collapsed)} icon={<UsergroupAddOutlined rotate={collapsed ? 0 : 180} />} />
+          <Button type="text" aria-label="menu" aria-expanded={!collapsed} onClick={() => setCollapsed(!collapsed)} icon={collapsed ? <MenuUnfoldOutlined /> : <MenuFoldOutlined />} />
           <div style={{ flex: 1 }} />
           <Space size="middle" wrap>
             <Select<Lang>

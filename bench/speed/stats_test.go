@@ -266,3 +266,21 @@ func TestMetricValue(t *testing.T) {
 	_, err = metricValue(text, "go_memstats_heap_inuse_bytes")
 	require.Error(t, err, "a missing metric")
 }
+
+func TestHighestHolding(t *testing.T) {
+	runs := map[int]tally{
+		1000: {P99: 40 * time.Millisecond},
+		2000: {P99: 90 * time.Millisecond},
+		2500: {P99: 95 * time.Millisecond, Missed: 1}, // a miss disqualifies
+		3000: {P99: 140 * time.Millisecond},
+	}
+	got := highestHolding([]int{1000, 2000, 2500, 3000}, runs, 100*time.Millisecond)
+	want := "highest of the http rates measured (1000, 2000, 2500, 3000/s) holding 0 missed, 0 duplicated and p99 ≤ 100.0 ms: 2000/s"
+	if got != want {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	got = highestHolding([]int{3000}, map[int]tally{3000: {P99: time.Second}}, 100*time.Millisecond)
+	if want := "none of the http rates measured (3000/s) holds 0 missed, 0 duplicated and p99 ≤ 100.0 ms"; got != want {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}

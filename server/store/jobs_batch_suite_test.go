@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -104,6 +105,16 @@ func runJobBatchSuite(t *testing.T, open func(t *testing.T) *store.Store) {
 		calls := 0
 		require.ErrorIs(t, s.ForEnabledJobs(ctx, func(*store.Job) error { calls++; return stop }), stop)
 		require.Equal(t, 1, calls)
+		// A context ended during the walk (the next window is read ahead)
+		// ends it with the context's error, before the last window.
+		cctx, cancel := context.WithCancel(ctx)
+		calls = 0
+		require.ErrorIs(t, s.ForEnabledJobs(cctx, func(*store.Job) error {
+			calls++
+			cancel()
+			return nil
+		}), context.Canceled)
+		require.Less(t, calls, want)
 	})
 
 	t.Run("InsertAudits", func(t *testing.T) {

@@ -163,7 +163,7 @@ func runAll(ctx context.Context, cfg config) error {
 	for _, w := range cfg.workloads {
 		switch w {
 		case "http":
-			held := map[int]tally{}
+			held, heldSocket := map[int]tally{}, map[int]tally{}
 			for _, rate := range cfg.httpRates {
 				r, err := httpWorkload(ctx, cfg, rate)
 				if err != nil {
@@ -171,6 +171,9 @@ func runAll(ctx context.Context, cfg config) error {
 				}
 				rows = append(rows, r)
 				held[rate] = r.tally
+				if r.Socket != nil {
+					heldSocket[rate] = *r.Socket
+				}
 				if cfg.floorSeconds > 0 {
 					fl, err := httpFloor(ctx, cfg, rate, min(cfg.seconds, cfg.floorSeconds))
 					if err != nil {
@@ -185,7 +188,11 @@ func runAll(ctx context.Context, cfg config) error {
 				}
 			}
 			if len(cfg.httpRates) > 1 {
-				ratios = append(ratios, highestHolding(cfg.httpRates, held, http2Bound))
+				x := highestHolding(cfg.httpRates, held, http2Bound)
+				if len(heldSocket) == len(held) {
+					x += "; at the socket: " + highestHolding(cfg.httpRates, heldSocket, http2Bound)
+				}
+				ratios = append(ratios, x)
 			}
 		case "shell":
 			for _, rate := range cfg.shellRates {

@@ -188,11 +188,7 @@ func runAll(ctx context.Context, cfg config) error {
 				}
 			}
 			if len(cfg.httpRates) > 1 {
-				x := highestHolding(cfg.httpRates, held, http2Bound)
-				if len(heldSocket) == len(held) {
-					x += "; at the socket: " + highestHolding(cfg.httpRates, heldSocket, http2Bound)
-				}
-				ratios = append(ratios, x)
+				ratios = append(ratios, highestLine(cfg.httpRates, held, heldSocket))
 			}
 		case "shell":
 			for _, rate := range cfg.shellRates {
@@ -240,9 +236,9 @@ func runAll(ctx context.Context, cfg config) error {
 // whose p99 stays within it is reported.
 const http2Bound = 100 * time.Millisecond
 
-// highestHolding names the highest of the measured rates whose run had no
-// missed and no duplicated fire and a p99 lateness within bound.
-func highestHolding(rates []int, runs map[int]tally, bound time.Duration) string {
+// highestHolding is the highest of the measured rates whose run had no
+// missed and no duplicated fire and a p99 lateness within bound, or 0.
+func highestHolding(rates []int, runs map[int]tally, bound time.Duration) int {
 	best := 0
 	for _, rate := range rates {
 		t, ok := runs[rate]
@@ -250,15 +246,28 @@ func highestHolding(rates []int, runs map[int]tally, bound time.Duration) string
 			best = rate
 		}
 	}
+	return best
+}
+
+// highestLine names the highest rate holding acceptance line 2 at the
+// handler and, when every run has it, at the socket.
+func highestLine(rates []int, handler, socket map[int]tally) string {
+	name := func(rate int) string {
+		if rate == 0 {
+			return "none"
+		}
+		return strconv.Itoa(rate) + "/s"
+	}
 	measured := make([]string, len(rates))
 	for i, r := range rates {
 		measured[i] = strconv.Itoa(r)
 	}
-	of := "of the http rates measured (" + strings.Join(measured, ", ") + "/s)"
-	if best == 0 {
-		return fmt.Sprintf("none %s holds 0 missed, 0 duplicated and p99 ≤ %s", of, ms(bound))
+	line := fmt.Sprintf("highest of the http rates measured (%s/s) holding 0 missed, 0 duplicated and p99 ≤ %s: %s at the handler",
+		strings.Join(measured, ", "), ms(http2Bound), name(highestHolding(rates, handler, http2Bound)))
+	if len(socket) == len(handler) {
+		line += ", " + name(highestHolding(rates, socket, http2Bound)) + " at the socket"
 	}
-	return fmt.Sprintf("highest %s holding 0 missed, 0 duplicated and p99 ≤ %s: %d/s", of, ms(bound), best)
+	return line
 }
 
 // msList writes durations in ms, joined by " · ".

@@ -274,13 +274,12 @@ func TestHighestHolding(t *testing.T) {
 		2500: {P99: 95 * time.Millisecond, Missed: 1}, // a miss disqualifies
 		3000: {P99: 140 * time.Millisecond},
 	}
-	got := highestHolding([]int{1000, 2000, 2500, 3000}, runs, 100*time.Millisecond)
-	want := "highest of the http rates measured (1000, 2000, 2500, 3000/s) holding 0 missed, 0 duplicated and p99 ≤ 100.0 ms: 2000/s"
-	if got != want {
-		t.Fatalf("got %q\nwant %q", got, want)
-	}
-	got = highestHolding([]int{3000}, map[int]tally{3000: {P99: time.Second}}, 100*time.Millisecond)
-	if want := "none of the http rates measured (3000/s) holds 0 missed, 0 duplicated and p99 ≤ 100.0 ms"; got != want {
-		t.Fatalf("got %q\nwant %q", got, want)
-	}
+	rates := []int{1000, 2000, 2500, 3000}
+	require.Equal(t, 2000, highestHolding(rates, runs, 100*time.Millisecond))
+	require.Zero(t, highestHolding([]int{3000}, map[int]tally{3000: {P99: time.Second}}, 100*time.Millisecond))
+	socket := map[int]tally{1000: {}, 2000: {}, 2500: {}, 3000: {P99: 50 * time.Millisecond}}
+	require.Equal(t, "highest of the http rates measured (1000, 2000, 2500, 3000/s) holding 0 missed, 0 duplicated and p99 ≤ 100.0 ms: 2000/s at the handler, 3000/s at the socket",
+		highestLine(rates, runs, socket))
+	require.Equal(t, "highest of the http rates measured (3000/s) holding 0 missed, 0 duplicated and p99 ≤ 100.0 ms: none at the handler",
+		highestLine([]int{3000}, map[int]tally{3000: {P99: time.Second}}, nil))
 }

@@ -46,11 +46,10 @@ func TestCommitsLeaveTheCheckpointToTheCheckpointer(t *testing.T) {
 	require.Equal(t, before, size(path), "the commit checkpointed: the database file changed")
 
 	s.startCheckpoints(10 * time.Millisecond)
-	deadline := time.Now().Add(30 * time.Second)
-	for size(path) < before+wal/2 {
-		require.True(t, time.Now().Before(deadline), "the checkpointer copied nothing in 30 s (file %d bytes, WAL %d)", size(path), wal)
-		<-time.After(10 * time.Millisecond) // poll period
-	}
+	require.Eventually(t, func() bool {
+		fi, err := os.Stat(path)
+		return err == nil && fi.Size() >= before+wal/2
+	}, 30*time.Second, 10*time.Millisecond, "the checkpointer copied less than half the WAL (%d bytes) in 30 s", wal)
 	_, n, err := s.FindRuns(ctx, RunFilter{}, Page{Page: 1, PageSize: 1})
 	require.NoError(t, err)
 	require.Equal(t, len(runs), n)

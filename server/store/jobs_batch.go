@@ -171,8 +171,7 @@ func (s *Store) ForEnabledJobs(ctx context.Context, fn func(j *Job) error) error
 	}()
 	stop := func(err error) error {
 		cancel()
-		for range pages { //nolint:revive // the reader sees the cancel and ends
-		}
+		<-read // the reader sees the cancel (it never blocks on a full pages) and ends
 		return err
 	}
 	for rows := range pages {

@@ -423,14 +423,14 @@ try {
   if ((await page.getByLabel('Dark mode').getAttribute('aria-checked')) !== 'true') throw new Error('the dark mode switch shows off in dark mode');
   // The page, the table header and the filter selects all turn dark (after
   // the theme's colour transition), and the header text stays readable.
-  const dark = (sel, prop = 'backgroundColor') => page.evaluate(([s, p]) => {
+  const brightness = (sel, prop = 'backgroundColor') => page.evaluate(([s, p]) => {
     const [r, g, b] = getComputedStyle(document.querySelector(s))[p].match(/\d+/g).map(Number);
     return r + g + b;
   }, [sel, prop]);
   for (const sel of ['.ant-layout', 'main .ant-table-thead th', 'main .ant-select']) {
-    await until(`a dark ${sel}`, async () => (await dark(sel)) <= 150, 5_000);
+    await until(`a dark ${sel}`, async () => (await brightness(sel)) <= 150, 5_000);
   }
-  if ((await dark('main .ant-table-thead th', 'color')) < 600) throw new Error('dark mode table header text is dark');
+  if ((await brightness('main .ant-table-thead th', 'color')) < 600) throw new Error('dark mode table header text is dark');
   await shot(page, 'alerts-dark-en');
   await page.getByLabel('Dark mode').click();
   await until('the light theme', () => page.evaluate(() => document.documentElement.dataset.theme === 'light'));

@@ -68,6 +68,9 @@ func httpFloor(ctx context.Context, cfg config, rate, seconds int) (row, error) 
 		"to the same receiver",
 		fmt.Sprintf("client CPU per 1,000 fires: %.2f s", cpuPer1000(cpu.Seconds(), fired)))
 	r.Socket = socketTally(samples, ids, start, end, cfg.bucket)
+	if err := r.noteSeconds(cfg, fmt.Sprintf("http-floor-%d", rate), samples); err != nil {
+		return row{}, err
+	}
 	fmt.Printf("http floor %d/s: p50 %s p99 %s max %s missed %d; at the socket %s\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.socketCell())
 	return r, nil
 }

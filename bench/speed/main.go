@@ -36,6 +36,7 @@ import (
 
 type config struct {
 	binary, out, label, pprofAddr  string
+	samplesDir                     string
 	workloads                      []string
 	httpRates, shellRates          []int
 	seconds, floorSeconds          int
@@ -109,6 +110,7 @@ func main() {
 	flag.DurationVar(&cfg.soakWarmup, "soak-warmup", 5*time.Minute, "soak: samples before this are left out of the RSS slope")
 	flag.StringVar(&cfg.pprofAddr, "pprof-addr", "", "start the standalone with --pprof-addr (for profiling during a run)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary data dirs")
+	flag.StringVar(&cfg.samplesDir, "samples-dir", "", "write each http row's samples (scheduled second, job, lateness at the handler and at the socket in µs) to DIR/<row>.txt")
 	flag.Int64Var(&cfg.seed, "seed", time.Now().UnixNano(), "seed of the scale schedules")
 	flag.Parse()
 	if spec := os.Getenv(floorClientEnv); spec != "" { // this process is the http floor's client

@@ -85,7 +85,7 @@ func spreadWorkload(ctx context.Context, cfg config, rate int) (row, error) {
 	for _, n := range nodes {
 		samplers = append(samplers, startSampler(ctx, n.Cmd.Process.Pid, time.Second, nil))
 	}
-	r, err := measureHTTP(ctx, cfg, s, rec, ids, cfg.seconds)
+	r, err := measureHTTP(ctx, cfg, fmt.Sprintf("spread-%d", rate), s, rec, ids, cfg.seconds)
 	if err != nil {
 		return row{}, err
 	}

@@ -120,6 +120,52 @@ type tally struct {
 	// Drift is the p99 lateness per 30-s bucket of the window, DriftP50
 	// the p50.
 	Drift, DriftP50 []time.Duration
+	// PerSecond is the spread of the p99 lateness of each scheduled second
+	// of the window: the best, median and worst second (zero when no
+	// second had a sample). A bound the best second misses is not one a
+	// few slow seconds (a GC, a checkpoint) make the window miss.
+	PerSecond secondSpread
+}
+
+// secondSpread is the best, median and worst of the per-second p99s.
+type secondSpread struct{ Best, Median, Worst time.Duration }
+
+// perSecond returns the spread of the per-second p99 lateness of the
+// first executions, by scheduled second.
+func perSecond(first []sample) secondSpread {
+	by := map[int64][]time.Duration{}
+	for _, s := range first {
+		by[s.Scheduled.Unix()] = append(by[s.Scheduled.Unix()], s.Lateness())
+	}
+	if len(by) == 0 {
+		return secondSpread{}
+	}
+	p99s := make([]time.Duration, 0, len(by))
+	for _, ds := range by {
+		_, p99, _ := benchreport.Percentiles(ds)
+		p99s = append(p99s, p99)
+	}
+	sort.Slice(p99s, func(i, j int) bool { return p99s[i] < p99s[j] })
+	return secondSpread{Best: p99s[0], Median: p99s[len(p99s)/2], Worst: p99s[len(p99s)-1]}
+}
+
+// writeSamples writes the samples of one row to path, one line each:
+// scheduled unix second, job, lateness at the handler and at the socket in
+// µs (-1 where the kernel gave no receive time), for analysis by second.
+func writeSamples(path string, samples []sample) error {
+	var b strings.Builder
+	b.WriteString("# scheduled_unix job handler_us socket_us\n")
+	for _, s := range samples {
+		sock := int64(-1)
+		if !s.Socket.IsZero() {
+			sock = s.Socket.Sub(s.Scheduled).Microseconds()
+		}
+		fmt.Fprintf(&b, "%d %d %d %d\n", s.Scheduled.Unix(), s.Job, s.Lateness().Microseconds(), sock)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("samples: %w", err)
+	}
+	return nil
 }
 
 // tallySamples keeps the samples of the given jobs scheduled in [start,
@@ -155,15 +201,18 @@ func tallySamples(samples []sample, jobs []int64, start, end time.Time, bucket t
 	t.Executed = len(first)
 	t.Missed = t.Expected - t.Executed
 	all := make([]time.Duration, 0, len(first))
+	firsts := make([]sample, 0, len(first))
 	nb := max(1, int((end.Sub(start)+bucket-1)/bucket))
 	per := make([][]time.Duration, nb)
 	for _, s := range first {
 		l := s.Lateness()
 		all = append(all, l)
+		firsts = append(firsts, s)
 		b := min(nb-1, int(s.Scheduled.Sub(start)/bucket))
 		per[b] = append(per[b], l)
 	}
 	t.P50, t.P99, t.Max = benchreport.Percentiles(all)
+	t.PerSecond = perSecond(firsts)
 	for _, ds := range per {
 		p50, p99, _ := benchreport.Percentiles(ds)
 		t.Drift = append(t.Drift, p99)

@@ -283,3 +283,28 @@ func TestHighestHolding(t *testing.T) {
 	require.Equal(t, "highest of the http rates measured (3000/s) holding 0 missed, 0 duplicated and p99 ≤ 100.0 ms: none at the handler",
 		highestLine([]int{3000}, map[int]tally{3000: {P99: time.Second}}, nil))
 }
+
+// TestPerSecondSpread: the tally keeps the best, median and worst of the
+// per-second p99s of the first executions (a duplicate's later start does
+// not count), and the note and samples file report them.
+func TestPerSecondSpread(t *testing.T) {
+	s0 := time.Unix(1700000000, 0)
+	var ss []sample
+	for sec, late := range []time.Duration{5, 50, 20} { // ms, one per second
+		at := s0.Add(time.Duration(sec) * time.Second)
+		ss = append(ss, sample{Job: 1, Scheduled: at, At: at.Add(late * time.Millisecond), Socket: at.Add(time.Millisecond)})
+	}
+	ss = append(ss, sample{Job: 1, Scheduled: s0, At: s0.Add(900 * time.Millisecond)}) // a duplicate
+	tl := tallySamples(ss, []int64{1}, s0, s0.Add(3*time.Second), 30*time.Second)
+	require.Equal(t, 1, tl.Duplicated)
+	require.Equal(t, secondSpread{Best: 5 * time.Millisecond, Median: 20 * time.Millisecond, Worst: 50 * time.Millisecond}, tl.PerSecond)
+	require.Equal(t, secondSpread{}, perSecond(nil))
+
+	dir := t.TempDir()
+	r := row{tally: tl, Socket: socketTally(ss, []int64{1}, s0, s0.Add(3*time.Second), 30*time.Second)}
+	require.NoError(t, r.noteSeconds(config{samplesDir: dir}, "http-3", ss[:2]))
+	require.Equal(t, []string{"p99 of each second, best / median / worst: 5.0 ms / 20.0 ms / 50.0 ms; at the socket 1.0 ms / 1.0 ms / 1.0 ms"}, r.Notes)
+	b, err := os.ReadFile(filepath.Join(dir, "http-3.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "# scheduled_unix job handler_us socket_us\n1700000000 1 5000 1000\n1700000001 1 50000 1000\n", string(b))
+}

@@ -39,6 +39,25 @@ func (r row) socketCell() string {
 	return ms(r.Socket.P50) + " / " + ms(r.Socket.P99) + " / " + ms(r.Socket.Max)
 }
 
+// noteSeconds adds the spread of the row's per-second p99s (at the handler
+// and the socket) to its notes and, with --samples-dir, writes its samples
+// to <dir>/<name>.txt.
+func (r *row) noteSeconds(cfg config, name string, samples []sample) error {
+	sp := r.PerSecond
+	if sp != (secondSpread{}) {
+		note := fmt.Sprintf("p99 of each second, best / median / worst: %s / %s / %s", ms(sp.Best), ms(sp.Median), ms(sp.Worst))
+		if r.Socket != nil {
+			so := r.Socket.PerSecond
+			note += fmt.Sprintf("; at the socket %s / %s / %s", ms(so.Best), ms(so.Median), ms(so.Worst))
+		}
+		r.Notes = append(r.Notes, note)
+	}
+	if cfg.samplesDir == "" {
+		return nil
+	}
+	return writeSamples(filepath.Join(cfg.samplesDir, name+".txt"), samples)
+}
+
 // receiver is the http workload's target: it records the arrival time of
 // every request to /j/<index>, with the fire it names in the http
 // handler's X-Cronix-Fire-Id header (its job id and scheduled second, see
@@ -215,7 +234,7 @@ func httpWorkload(ctx context.Context, cfg config, rate int) (row, error) {
 		return row{}, err
 	}
 	fmt.Printf("http %d/s: created %d jobs in %s\n", rate, rate, time.Since(created).Round(time.Millisecond))
-	r, err := measureHTTP(ctx, cfg, s, rec, ids, cfg.seconds)
+	r, err := measureHTTP(ctx, cfg, fmt.Sprintf("http-%d", rate), s, rec, ids, cfg.seconds)
 	if err != nil {
 		return row{}, err
 	}
@@ -225,7 +244,7 @@ func httpWorkload(ctx context.Context, cfg config, rate int) (row, error) {
 
 // measureHTTP measures the window with the jobs ids firing against rec,
 // then stops the standalone and matches arrivals to runs.
-func measureHTTP(ctx context.Context, cfg config, s *standalone, rec *receiver, ids []int64, seconds int) (row, error) {
+func measureHTTP(ctx context.Context, cfg config, name string, s *standalone, rec *receiver, ids []int64, seconds int) (row, error) {
 	start, end := window(cfg, seconds)
 	fmt.Printf("  window %s .. %s (unix %d .. %d)\n", start.UTC().Format(time.TimeOnly), end.UTC().Format(time.TimeOnly), start.Unix(), end.Unix())
 	smp := startSampler(ctx, s.p.Cmd.Process.Pid, time.Second, nil)
@@ -251,6 +270,9 @@ func measureHTTP(ctx context.Context, cfg config, s *standalone, rec *receiver, 
 		r.Notes = append(r.Notes, fmt.Sprintf("%d arrivals matched no started run", unmatched))
 	}
 	r.Socket = socketTally(samples, ids, start, end, cfg.bucket)
+	if err := r.noteSeconds(cfg, name, samples); err != nil {
+		return row{}, err
+	}
 	fmt.Printf("  p50 %s p99 %s max %s missed %d dup %d cpu %.0f%% rss %s; at the socket %s\n", ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.Duplicated, r.CPU, mib(r.PeakRSS), r.socketCell())
 	return r, nil
 }
@@ -512,7 +534,7 @@ func scaleWorkload(ctx context.Context, cfg config) (row, error) {
 	if err != nil {
 		return row{}, err
 	}
-	r, err := measureHTTP(ctx, cfg, s, rec, ids, cfg.seconds)
+	r, err := measureHTTP(ctx, cfg, "scale", s, rec, ids, cfg.seconds)
 	if err != nil {
 		return row{}, err
 	}

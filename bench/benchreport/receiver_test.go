@@ -48,11 +48,13 @@ func TestArrivalIsTheSocketsReceiveTime(t *testing.T) {
 	require.NoError(t, err)
 	defer rec.Close()
 	// The kernel turns its receive timestamps on a moment after the first
-	// socket asks (a deferred global switch): the first request may have
-	// none, the second on the same connection must.
+	// socket asks (a deferred global switch, which took longer than one
+	// request on a loaded VM): the first requests may have none, a later
+	// one on the same connection must, within the deadline.
 	var s seen
 	var sent time.Time
-	for range 2 {
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; i < 2 || (!s.ok && runtime.GOOS == "linux" && time.Now().Before(deadline)); i++ {
 		sent = time.Now()
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, rec.URL("/j/1"), nil)
 		require.NoError(t, err)
@@ -65,7 +67,7 @@ func TestArrivalIsTheSocketsReceiveTime(t *testing.T) {
 		require.False(t, s.ok)
 		return
 	}
-	require.True(t, s.ok, "a receive timestamp")
+	require.True(t, s.ok, "a receive timestamp within 10s of requests")
 	require.False(t, s.arrival.Before(sent), "arrival %s before the request was sent %s", s.arrival, sent)
 	require.False(t, s.arrival.After(s.handler), "arrival %s after the handler ran %s", s.arrival, s.handler)
 }

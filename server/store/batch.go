@@ -26,8 +26,25 @@ const (
 	rowOverhead = 512
 )
 
+// sqliteBatchRows is maxBatchRows on SQLite, which has no packet limit: a
+// tick's runs then fit one statement, which runs without a transaction
+// (see inOneStatement).
+const sqliteBatchRows = 10_000
+
 // chunkRuns splits rows into statement-sized chunks, keeping order.
-func chunkRuns(rows []runRow) [][]runRow {
+func chunkRuns(rows []runRow) [][]runRow { return chunkRunsOf(rows, maxBatchRows) }
+
+// chunks is chunkRuns with this store's dialect's row limit.
+func (s *Store) chunks(rows []runRow) [][]runRow {
+	if s.writer != nil {
+		return chunkRunsOf(rows, sqliteBatchRows)
+	}
+	return chunkRuns(rows)
+}
+
+// chunkRunsOf splits rows into chunks of at most maxRows rows and about
+// maxBatchBytes of SQL, keeping order.
+func chunkRunsOf(rows []runRow, maxRows int) [][]runRow {
 	var (
 		chunks [][]runRow
 		start  int
@@ -36,7 +53,7 @@ func chunkRuns(rows []runRow) [][]runRow {
 	for i := range rows {
 		n := rowOverhead + quotedLen(rows[i].Output) + quotedLen(rows[i].Message) +
 			2*(len(rows[i].FireID)+len(rows[i].Node)+len(rows[i].Trigger)+len(rows[i].Status))
-		if i > start && (i-start >= maxBatchRows || size+n > maxBatchBytes) {
+		if i > start && (i-start >= maxRows || size+n > maxBatchBytes) {
 			chunks = append(chunks, rows[start:i])
 			start, size = i, 0
 		}

@@ -152,8 +152,35 @@ const maxTxAttempts = 5
 // inTx runs fn in a transaction, again if it failed only because it lost a
 // race with a concurrent transaction. fn must be safe to repeat.
 func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+	return retrying(ctx, func() error { return s.runInTx(ctx, fn) })
+}
+
+// inOneStatement runs fn, which issues exactly one statement, atomically
+// and retried as inTx does. On a SQLite file it runs on the writer
+// connection after the write gate but without BEGIN: a statement is atomic
+// on its own, and SQLite keeps a statement journal (a copy of every page
+// the statement changes, for rolling back the statement alone) only for a
+// statement inside a transaction. A tick's run inserts touch a page of the
+// job index per job, so that copy cost a third of InsertRuns at 3,000 jobs
+// a second (docs/performance.md, stop 36).
+func (s *Store) inOneStatement(ctx context.Context, fn func(ctx context.Context, db bun.IDB) error) error {
+	if s.writer == nil {
+		return s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error { return fn(ctx, tx) })
+	}
+	return retrying(ctx, func() error {
+		if err := s.gate.acquire(ctx); err != nil {
+			return err
+		}
+		defer s.gate.release()
+		return fn(ctx, s.writer)
+	})
+}
+
+// retrying calls try until it succeeds, fails with an error that is not
+// retryable, or maxTxAttempts are spent, pausing longer each time.
+func retrying(ctx context.Context, try func() error) error {
 	for attempt := 1; ; attempt++ {
-		err := s.runInTx(ctx, fn)
+		err := try()
 		if err == nil || attempt >= maxTxAttempts || !isRetryable(err) {
 			return err
 		}
@@ -437,19 +464,27 @@ func (s *Store) InsertRuns(ctx context.Context, runs []Run) (inserted []string, 
 	// One lock order for every writer: overlapping batches then wait for
 	// each other instead of deadlocking.
 	sort.Slice(rows, func(i, j int) bool { return rows[i].FireID < rows[j].FireID })
-	chunks := chunkRuns(rows)
+	chunks := s.chunks(rows)
 
-	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		inserted = inserted[:0]
-		for _, chunk := range chunks {
-			got, err := s.insertRunChunk(ctx, tx, chunk)
-			if err != nil {
-				return err
+	if len(chunks) == 1 {
+		err = s.inOneStatement(ctx, func(ctx context.Context, db bun.IDB) error {
+			got, err := s.insertRunChunk(ctx, db, chunks[0])
+			inserted = got
+			return err
+		})
+	} else {
+		err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+			inserted = inserted[:0]
+			for _, chunk := range chunks {
+				got, err := s.insertRunChunk(ctx, tx, chunk)
+				if err != nil {
+					return err
+				}
+				inserted = append(inserted, got...)
 			}
-			inserted = append(inserted, got...)
-		}
-		return nil
-	})
+			return nil
+		})
+	}
 	if err != nil {
 		return nil, wrap(err, "insert %d runs", len(rows))
 	}
@@ -458,7 +493,7 @@ func (s *Store) InsertRuns(ctx context.Context, runs []Run) (inserted []string, 
 
 // insertRunChunk inserts one chunk with a single statement and returns the
 // fire ids it created.
-func (s *Store) insertRunChunk(ctx context.Context, tx bun.Tx, chunk []runRow) ([]string, error) {
+func (s *Store) insertRunChunk(ctx context.Context, tx bun.IDB, chunk []runRow) ([]string, error) {
 	var got []string
 	if s.dialect != schema.MySQL {
 		// RETURNING lists only the rows the statement inserted.
@@ -538,13 +573,13 @@ func (s *Store) ApplyResultsFinished(ctx context.Context, results []cluster.RunR
 		rows = append(rows, row)
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].FireID < rows[j].FireID })
-	chunks := chunkRuns(rows)
+	chunks := s.chunks(rows)
 
 	var finished []Finished
-	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	apply := func(ctx context.Context, db bun.IDB) error {
 		finished = finished[:0]
 		for _, chunk := range chunks {
-			changed, err := s.applyResultChunk(ctx, tx, chunk)
+			changed, err := s.applyResultChunk(ctx, db, chunk)
 			if err != nil {
 				return err
 			}
@@ -555,7 +590,13 @@ func (s *Store) ApplyResultsFinished(ctx context.Context, results []cluster.RunR
 			}
 		}
 		return nil
-	})
+	}
+	var err error
+	if len(chunks) == 1 {
+		err = s.inOneStatement(ctx, apply)
+	} else {
+		err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error { return apply(ctx, tx) })
+	}
 	if err != nil {
 		return nil, wrap(err, "apply %d results", len(rows))
 	}
@@ -572,7 +613,7 @@ type changedRun struct {
 
 // applyResultChunk upserts one chunk with a single statement and returns the
 // rows it inserted or changed (a terminal row is never changed).
-func (s *Store) applyResultChunk(ctx context.Context, tx bun.Tx, chunk []runRow) ([]changedRun, error) {
+func (s *Store) applyResultChunk(ctx context.Context, tx bun.IDB, chunk []runRow) ([]changedRun, error) {
 	var changed []changedRun
 	if s.dialect != schema.MySQL {
 		// RETURNING lists only the rows the statement inserted or updated:

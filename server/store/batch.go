@@ -26,15 +26,16 @@ const (
 	rowOverhead = 512
 )
 
-// sqliteBatchRows is maxBatchRows on SQLite, which has no packet limit: a
-// tick's runs then fit one statement, which runs without a transaction
-// (see inOneStatement).
+// sqliteBatchRows is maxBatchRows on a SQLite file, which has no packet
+// limit: a tick's runs then fit one statement, which runs without a
+// transaction (see inStatements).
 const sqliteBatchRows = 10_000
 
 // chunkRuns splits rows into statement-sized chunks, keeping order.
 func chunkRuns(rows []runRow) [][]runRow { return chunkRunsOf(rows, maxBatchRows) }
 
-// chunks is chunkRuns with this store's dialect's row limit.
+// chunks is chunkRuns with this store's row limit (sqliteBatchRows on a
+// SQLite file, whose writes go through the writer connection).
 func (s *Store) chunks(rows []runRow) [][]runRow {
 	if s.writer != nil {
 		return chunkRunsOf(rows, sqliteBatchRows)

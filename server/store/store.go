@@ -155,16 +155,17 @@ func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx
 	return retrying(ctx, func() error { return s.runInTx(ctx, fn) })
 }
 
-// inOneStatement runs fn, which issues exactly one statement, atomically
-// and retried as inTx does. On a SQLite file it runs on the writer
-// connection after the write gate but without BEGIN: a statement is atomic
-// on its own, and SQLite keeps a statement journal (a copy of every page
-// the statement changes, for rolling back the statement alone) only for a
-// statement inside a transaction. A tick's run inserts touch a page of the
-// job index per job, so that copy cost a third of InsertRuns at 3,000 jobs
-// a second (docs/performance.md, stop 36).
-func (s *Store) inOneStatement(ctx context.Context, fn func(ctx context.Context, db bun.IDB) error) error {
-	if s.writer == nil {
+// inStatements runs fn, which writes chunks (one statement each on
+// SQLite), atomically and retried as inTx does. A single chunk on a SQLite
+// file runs on the writer connection after the write gate but without
+// BEGIN: a statement is atomic on its own, and SQLite keeps a statement
+// journal (a copy of every page the statement changes, for rolling back
+// the statement alone) only for a statement inside a transaction. A tick's
+// run inserts touch a page of the job index per job, so that copy cost a
+// third of InsertRuns at 3,000 jobs a second (docs/performance.md, stop
+// 36). More chunks, and the other dialects, run in one transaction.
+func (s *Store) inStatements(ctx context.Context, chunks int, fn func(ctx context.Context, db bun.IDB) error) error {
+	if s.writer == nil || chunks != 1 {
 		return s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error { return fn(ctx, tx) })
 	}
 	return retrying(ctx, func() error {
@@ -466,25 +467,17 @@ func (s *Store) InsertRuns(ctx context.Context, runs []Run) (inserted []string, 
 	sort.Slice(rows, func(i, j int) bool { return rows[i].FireID < rows[j].FireID })
 	chunks := s.chunks(rows)
 
-	if len(chunks) == 1 {
-		err = s.inOneStatement(ctx, func(ctx context.Context, db bun.IDB) error {
-			got, err := s.insertRunChunk(ctx, db, chunks[0])
-			inserted = got
-			return err
-		})
-	} else {
-		err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-			inserted = inserted[:0]
-			for _, chunk := range chunks {
-				got, err := s.insertRunChunk(ctx, tx, chunk)
-				if err != nil {
-					return err
-				}
-				inserted = append(inserted, got...)
+	err = s.inStatements(ctx, len(chunks), func(ctx context.Context, db bun.IDB) error {
+		inserted = inserted[:0]
+		for _, chunk := range chunks {
+			got, err := s.insertRunChunk(ctx, db, chunk)
+			if err != nil {
+				return err
 			}
-			return nil
-		})
-	}
+			inserted = append(inserted, got...)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, wrap(err, "insert %d runs", len(rows))
 	}
@@ -576,7 +569,7 @@ func (s *Store) ApplyResultsFinished(ctx context.Context, results []cluster.RunR
 	chunks := s.chunks(rows)
 
 	var finished []Finished
-	apply := func(ctx context.Context, db bun.IDB) error {
+	err := s.inStatements(ctx, len(chunks), func(ctx context.Context, db bun.IDB) error {
 		finished = finished[:0]
 		for _, chunk := range chunks {
 			changed, err := s.applyResultChunk(ctx, db, chunk)
@@ -590,13 +583,7 @@ func (s *Store) ApplyResultsFinished(ctx context.Context, results []cluster.RunR
 			}
 		}
 		return nil
-	}
-	var err error
-	if len(chunks) == 1 {
-		err = s.inOneStatement(ctx, apply)
-	} else {
-		err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error { return apply(ctx, tx) })
-	}
+	})
 	if err != nil {
 		return nil, wrap(err, "apply %d results", len(rows))
 	}

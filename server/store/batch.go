@@ -31,21 +31,19 @@ const (
 // transaction (see inStatements).
 const sqliteBatchRows = 10_000
 
-// chunkRuns splits rows into statement-sized chunks, keeping order.
-func chunkRuns(rows []runRow) [][]runRow { return chunkRunsOf(rows, maxBatchRows) }
-
-// chunks is chunkRuns with this store's row limit (sqliteBatchRows on a
-// SQLite file, whose writes go through the writer connection).
+// chunks splits rows into this store's statement-sized chunks: at most
+// sqliteBatchRows rows on a SQLite file (whose writes go through the writer
+// connection), maxBatchRows elsewhere.
 func (s *Store) chunks(rows []runRow) [][]runRow {
 	if s.writer != nil {
-		return chunkRunsOf(rows, sqliteBatchRows)
+		return chunkRuns(rows, sqliteBatchRows)
 	}
-	return chunkRuns(rows)
+	return chunkRuns(rows, maxBatchRows)
 }
 
-// chunkRunsOf splits rows into chunks of at most maxRows rows and about
+// chunkRuns splits rows into chunks of at most maxRows rows and about
 // maxBatchBytes of SQL, keeping order.
-func chunkRunsOf(rows []runRow, maxRows int) [][]runRow {
+func chunkRuns(rows []runRow, maxRows int) [][]runRow {
 	var (
 		chunks [][]runRow
 		start  int

@@ -19,7 +19,7 @@ func TestChunkRuns(t *testing.T) {
 	for _, i := range []int{5, 6, 7, 8, 2000} {
 		rows[i].Output = big
 	}
-	chunks := chunkRuns(rows)
+	chunks := chunkRuns(rows, maxBatchRows)
 	var total int
 	for _, c := range chunks {
 		require.NotEmpty(t, c)
@@ -37,8 +37,8 @@ func TestChunkRuns(t *testing.T) {
 
 	// A single row over the byte budget still gets its own chunk.
 	huge := []runRow{{Output: strings.Repeat("'", maxBatchBytes)}, {}}
-	require.Len(t, chunkRuns(huge), 2)
-	require.Len(t, chunkRuns([]runRow{{}}), 1)
+	require.Len(t, chunkRuns(huge, maxBatchRows), 2)
+	require.Len(t, chunkRuns([]runRow{{}}, maxBatchRows), 1)
 }
 
 func TestCleanText(t *testing.T) {

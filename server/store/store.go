@@ -486,11 +486,11 @@ func (s *Store) InsertRuns(ctx context.Context, runs []Run) (inserted []string, 
 
 // insertRunChunk inserts one chunk with a single statement and returns the
 // fire ids it created.
-func (s *Store) insertRunChunk(ctx context.Context, tx bun.IDB, chunk []runRow) ([]string, error) {
+func (s *Store) insertRunChunk(ctx context.Context, db bun.IDB, chunk []runRow) ([]string, error) {
 	var got []string
 	if s.dialect != schema.MySQL {
 		// RETURNING lists only the rows the statement inserted.
-		err := tx.NewInsert().Model(&chunk).Column(runInsertColumns...).
+		err := db.NewInsert().Model(&chunk).Column(runInsertColumns...).
 			On(s.fireConflict("DO NOTHING")).
 			Returning("fire_id").
 			Scan(ctx, &got)
@@ -499,7 +499,7 @@ func (s *Store) insertRunChunk(ctx context.Context, tx bun.IDB, chunk []runRow) 
 	// MySQL has no RETURNING: mark the rows this statement creates with a
 	// random token (a duplicate keeps its own) and read the marked ones back.
 	token := insertToken()
-	_, err := tx.NewInsert().Model(&chunk).Column(runInsertColumns...).
+	_, err := db.NewInsert().Model(&chunk).Column(runInsertColumns...).
 		Value("insert_token", "?", token).
 		On("DUPLICATE KEY UPDATE").Set("id = id").
 		Returning("NULL"). // MariaDB would otherwise return the NULL columns
@@ -511,7 +511,7 @@ func (s *Store) insertRunChunk(ctx context.Context, tx bun.IDB, chunk []runRow) 
 	for i := range chunk {
 		ids[i] = chunk[i].FireID
 	}
-	err = tx.NewSelect().TableExpr("runs").Column("fire_id").
+	err = db.NewSelect().TableExpr("runs").Column("fire_id").
 		Where("fire_id IN (?)", bun.List(ids)).
 		Where("insert_token = ?", token).
 		Scan(ctx, &got)
@@ -600,12 +600,12 @@ type changedRun struct {
 
 // applyResultChunk upserts one chunk with a single statement and returns the
 // rows it inserted or changed (a terminal row is never changed).
-func (s *Store) applyResultChunk(ctx context.Context, tx bun.IDB, chunk []runRow) ([]changedRun, error) {
+func (s *Store) applyResultChunk(ctx context.Context, db bun.IDB, chunk []runRow) ([]changedRun, error) {
 	var changed []changedRun
 	if s.dialect != schema.MySQL {
 		// RETURNING lists only the rows the statement inserted or updated:
 		// the WHERE clause of DO UPDATE skips terminal runs.
-		err := tx.NewInsert().Model(&chunk).Column(runInsertColumns...).
+		err := db.NewInsert().Model(&chunk).Column(runInsertColumns...).
 			On(s.fireConflict("DO UPDATE")).Set(upsertResultSet).
 			Where("r.status NOT IN ("+terminalList+")").
 			Returning("fire_id, job_id, status").
@@ -615,7 +615,7 @@ func (s *Store) applyResultChunk(ctx context.Context, tx bun.IDB, chunk []runRow
 	// MySQL: mark the rows this statement inserts or changes with a random
 	// token (a terminal row keeps its own) and read the marked ones back.
 	token := insertToken()
-	_, err := tx.NewInsert().Model(&chunk).Column(runInsertColumns...).
+	_, err := db.NewInsert().Model(&chunk).Column(runInsertColumns...).
 		Value("insert_token", "?", token).
 		On("DUPLICATE KEY UPDATE").
 		Set("insert_token = IF(status IN ("+terminalList+"), insert_token, ?)", token).
@@ -629,7 +629,7 @@ func (s *Store) applyResultChunk(ctx context.Context, tx bun.IDB, chunk []runRow
 	for i := range chunk {
 		ids[i] = chunk[i].FireID
 	}
-	err = tx.NewSelect().TableExpr("runs").Column("fire_id", "job_id", "status").
+	err = db.NewSelect().TableExpr("runs").Column("fire_id", "job_id", "status").
 		Where("fire_id IN (?)", bun.List(ids)).
 		Where("insert_token = ?", token).
 		Scan(ctx, &changed)

@@ -108,3 +108,7 @@ func (s *Store) FireIDChunks(ids []string, maxIDs int) [][]string {
 	}
 	return chunks
 }
+
+// SetAnchorEvery sets how many jobs apart the jobs list's kept page
+// anchors are (tests only; before the store is used).
+func (s *Store) SetAnchorEvery(n int) { s.jobList.every = n }

@@ -28,6 +28,9 @@ type Store struct {
 	stopCheckpoints func()
 	closeOnce       sync.Once
 	closeErr        error
+	// jobList keeps the jobs list's totals and page anchors on SQLite
+	// (joblist.go).
+	jobList jobListKeeps
 }
 
 // Open connects to dsn and applies pending migrations. DSN forms:
@@ -139,7 +142,7 @@ func (s *Store) Close() error {
 
 // newStore is the Store of an opened database.
 func newStore(o *openedDB) *Store {
-	return &Store{db: o.db, writer: o.writer, dialect: o.dialect, gate: o.gate}
+	return &Store{db: o.db, writer: o.writer, dialect: o.dialect, gate: o.gate, jobList: jobListKeeps{every: anchorEvery}}
 }
 
 // Dialect is "sqlite", "postgres" or "mysql".
@@ -366,18 +369,39 @@ func (s *Store) FindJobs(ctx context.Context, f JobFilter, p Page) ([]Job, int, 
 	}
 	// The count and the page each walk the filter's index up to the page
 	// (OFFSET), so at 100,000 jobs they take about as long as each other:
-	// they run at once, on two connections.
+	// they run at once, on two connections. On SQLite the total and the
+	// pages' anchors are kept until a job or group changes (joblist.go),
+	// and the page's OFFSET is taken in a subquery of ids: where the
+	// filter's index covers it (a group in id or name order) the skipped
+	// entries are stepped through in the index alone and only the page's
+	// rows are read from the table.
+	key, keep := s.jobListKey(f)
 	counted := make(chan error, 1)
-	var total int64
+	var total int
 	go func() {
 		var err error
-		total, err = filter(s.db.NewSelect().Model((*jobRow)(nil))).Count(ctx)
+		total, err = s.countJobs(ctx, key, func() (int, error) {
+			n, err := filter(s.db.NewSelect().Model((*jobRow)(nil))).Count(ctx)
+			return int(n), err
+		})
 		counted <- err
 	}()
 	var rows []jobRow
-	q := filter(s.db.NewSelect().Model(&rows)).Order(order...)
-	q = paginate(q, p)
-	err = q.Scan(ctx)
+	selectIDs := func() *bun.SelectQuery { return filter(s.db.NewSelect().Model((*jobRow)(nil)).Column("j.id")) }
+	paged := false
+	if keep && p.PageSize > 0 && p.Offset() >= s.jobList.every && (f.Sort == "" || f.Sort == SortIDAsc || f.Sort == SortIDDesc) {
+		paged, err = s.anchoredPage(ctx, key, f.Sort == SortIDDesc, p, selectIDs, &rows)
+	}
+	if !paged && err == nil {
+		rows = nil
+		var q *bun.SelectQuery
+		if s.dialect == schema.SQLite && p.PageSize > 0 {
+			q = s.db.NewSelect().Model(&rows).Where("j.id IN (?)", paginate(selectIDs().Order(order...), p)).Order(order...)
+		} else {
+			q = paginate(filter(s.db.NewSelect().Model(&rows)).Order(order...), p)
+		}
+		err = q.Scan(ctx)
+	}
 	if cerr := <-counted; cerr != nil {
 		return nil, 0, wrap(cerr, "count jobs")
 	}
@@ -388,7 +412,7 @@ func (s *Store) FindJobs(ctx context.Context, f JobFilter, p Page) ([]Job, int, 
 	for i := range rows {
 		out[i] = rows[i].domain()
 	}
-	return out, int(total), nil
+	return out, total, nil
 }
 
 // jobOrder is the ORDER BY of a JobFilter.Sort.

@@ -34,6 +34,7 @@ func runSuite(t *testing.T, newDSN func(t *testing.T) string) {
 	runJobBatchSuite(t, open)
 	runSummarySuite(t, open)
 	runChildSuite(t, open)
+	runJobListSuite(t, newDSN)
 	runMigrationRerunSuite(t, newDSN)
 
 	t.Run("Migrations", func(t *testing.T) {

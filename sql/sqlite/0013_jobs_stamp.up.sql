@@ -2,13 +2,14 @@
 --
 -- The jobs list's total is a count of the jobs its filter selects, and
 -- SQLite counts by stepping through every matching index entry: at 100,000
--- jobs in one group that is most of the page's time, on every page. The
--- store keeps the totals it counted beside the stamp it read before
--- counting (server/store: jobCounts) and counts again only when the stamp
--- moved. The triggers move it on every insert, update and delete of a job
--- or a group (a group's id names its jobs in a user's scope), whoever
--- writes: this server, another process on the same file, or a hand-made
--- statement. One row, one column.
+-- jobs in one group that is most of the page's time, on every page, and
+-- so is a deep page's OFFSET. The store keeps the totals it counted, and
+-- the ids at every 1,000th position in id order (page anchors), beside
+-- the stamp they were read at (server/store/joblist.go), and reads them
+-- again only when the stamp moved. The triggers move it on every insert,
+-- update and delete of a job or a group (a group's id names its jobs in a
+-- user's scope), whoever writes: this server, another process on the same
+-- file, or a hand-made statement. One row, one column.
 --
 -- A trigger's body ends its statement with ";" inside BEGIN ... END, so
 -- each trigger is written on one line (sql/schema.go splits statements at

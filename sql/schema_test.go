@@ -22,11 +22,11 @@ func TestLoadEveryDialect(t *testing.T) {
 				require.Greater(t, m.Version, migs[i-1].Version, m.Name)
 			}
 			for _, s := range m.Statements {
-				if strings.HasPrefix(s, "CREATE TRIGGER") {
-					// A trigger's body ends its statements with ";": one
-					// line each, ending with "END".
-					require.NotContains(t, s, "\n", "%s/%s: a trigger on one line", d, m.Name)
-					require.True(t, strings.HasSuffix(s, "END"), "%s/%s: %s", d, m.Name, s)
+				if strings.HasPrefix(s, "CREATE TRIGGER") || strings.HasPrefix(s, "CREATE OR REPLACE FUNCTION") {
+					// A trigger's or a function's body ends its statements
+					// with ";": one line each, the body ending with "END".
+					require.NotContains(t, s, "\n", "%s/%s: a body on one line", d, m.Name)
+					require.Regexp(t, `END( \$\$)?$|EXECUTE FUNCTION \w+\(\)$`, s, "%s/%s", d, m.Name)
 					continue
 				}
 				require.NotContains(t, s, ";", "%s/%s: one statement per chunk", d, m.Name)

@@ -28,8 +28,8 @@ type Store struct {
 	stopCheckpoints func()
 	closeOnce       sync.Once
 	closeErr        error
-	// jobList keeps the jobs list's totals and page anchors on SQLite
-	// (joblist.go).
+	// jobList keeps the jobs list's totals and page anchors on SQLite and
+	// PostgreSQL (joblist.go).
 	jobList jobListKeeps
 }
 
@@ -369,12 +369,13 @@ func (s *Store) FindJobs(ctx context.Context, f JobFilter, p Page) ([]Job, int, 
 	}
 	// The count and the page each walk the filter's index up to the page
 	// (OFFSET), so at 100,000 jobs they take about as long as each other:
-	// they run at once, on two connections. On SQLite the total and the
-	// pages' anchors are kept until a job or group changes (joblist.go),
-	// and the page's OFFSET is taken in a subquery of ids: where the
-	// filter's index covers it (a group in id or name order) the skipped
-	// entries are stepped through in the index alone and only the page's
-	// rows are read from the table.
+	// they run at once, on two connections. On SQLite and PostgreSQL the
+	// total is kept until a job or group changes, and on SQLite the pages'
+	// anchors too (joblist.go). The page's OFFSET is taken in a subquery
+	// of ids (MySQL refuses LIMIT there): where the filter's index covers
+	// it (a group in id order, or in name order on SQLite) the skipped
+	// entries are stepped through in the index alone, and only the page's
+	// rows are read whole.
 	key, keep := s.jobListKey(f)
 	counted := make(chan error, 1)
 	var total int
@@ -389,13 +390,14 @@ func (s *Store) FindJobs(ctx context.Context, f JobFilter, p Page) ([]Job, int, 
 	var rows []jobRow
 	selectIDs := func() *bun.SelectQuery { return filter(s.db.NewSelect().Model((*jobRow)(nil)).Column("j.id")) }
 	paged := false
-	if keep && p.PageSize > 0 && p.Offset() >= s.jobList.every && (f.Sort == "" || f.Sort == SortIDAsc || f.Sort == SortIDDesc) {
+	if keep && s.dialect == schema.SQLite && p.PageSize > 0 && p.Offset() >= s.jobList.every &&
+		(f.Sort == "" || f.Sort == SortIDAsc || f.Sort == SortIDDesc) {
 		paged, err = s.anchoredPage(ctx, key, f.Sort == SortIDDesc, p, selectIDs, &rows)
 	}
 	if !paged && err == nil {
 		rows = nil
 		var q *bun.SelectQuery
-		if s.dialect == schema.SQLite && p.PageSize > 0 {
+		if s.dialect != schema.MySQL && p.PageSize > 0 {
 			q = s.db.NewSelect().Model(&rows).Where("j.id IN (?)", paginate(selectIDs().Order(order...), p)).Order(order...)
 		} else {
 			q = paginate(filter(s.db.NewSelect().Model(&rows)).Order(order...), p)

@@ -39,6 +39,7 @@ import (
 // PostgreSQL's READ COMMITTED) reads a snapshot at least as new as every
 // commit before it started, so what was read between two reads of one
 // stamp value saw exactly the jobs of that stamp:
+//   - a list request reads the stamp once, before anything else;
 //   - a total is counted after reading the stamp it is kept with (a write
 //     in between makes the count newer than the stamp, which the next read
 //     of the stamp then misses);
@@ -113,15 +114,21 @@ func (s *Store) jobsStamp(ctx context.Context) (int64, error) {
 	return stamp, nil
 }
 
+// keepIn stores v under key in *m, emptying *m first when it is full.
+// The caller holds jobListKeeps.mu.
+func keepIn[V any](m *map[string]V, key string, v V) {
+	if *m == nil || len(*m) >= maxJobListKeeps {
+		*m = make(map[string]V)
+	}
+	(*m)[key] = v
+}
+
 // countJobs returns the total of the jobs list keyed key (see jobListKey),
-// kept or counted by count; key "" is always counted.
-func (s *Store) countJobs(ctx context.Context, key string, count func() (int, error)) (int, error) {
+// kept or counted by count; stamp is jobs_stamp, read before count runs.
+// Key "" is always counted.
+func (s *Store) countJobs(key string, stamp int64, count func() (int, error)) (int, error) {
 	if key == "" {
 		return count()
-	}
-	stamp, err := s.jobsStamp(ctx)
-	if err != nil {
-		return 0, err
 	}
 	k := &s.jobList
 	k.mu.Lock()
@@ -135,20 +142,25 @@ func (s *Store) countJobs(ctx context.Context, key string, count func() (int, er
 		return 0, err
 	}
 	k.mu.Lock()
-	if k.totals == nil || len(k.totals) >= maxJobListKeeps {
-		k.totals = make(map[string]keptTotal)
-	}
-	k.totals[key] = keptTotal{stamp: stamp, total: total}
+	keepIn(&k.totals, key, keptTotal{stamp: stamp, total: total})
 	k.mu.Unlock()
 	return total, nil
 }
 
+// anchored reports whether page p of f is read from anchors: on SQLite, in
+// id order, past the first anchor.
+func (s *Store) anchored(f JobFilter, p Page) bool {
+	return s.dialect == schema.SQLite && p.PageSize > 0 && p.Offset() >= s.jobList.every &&
+		(f.Sort == "" || f.Sort == SortIDAsc || f.Sort == SortIDDesc)
+}
+
 // anchoredPage reads page p of the jobs list keyed key (see jobListKey) in
-// id order (desc: descending) from the anchor before it; selectIDs is
-// the filter's query of j.id. ok is false when it could not be read that
-// way (a write moved the stamp meanwhile, or the page is past the last
-// anchor); the caller then reads it with OFFSET.
-func (s *Store) anchoredPage(ctx context.Context, key string, desc bool, p Page,
+// id order (desc: descending) from the anchor before it, with the anchors
+// of jobs_stamp stamp (read before); selectIDs is the filter's query of
+// j.id. ok is false when it could not be read that way (a write moved the
+// stamp meanwhile, or the page is past the last anchor); the caller then
+// reads it with OFFSET.
+func (s *Store) anchoredPage(ctx context.Context, key string, stamp int64, desc bool, p Page,
 	selectIDs func() *bun.SelectQuery, rows *[]jobRow,
 ) (ok bool, err error) {
 	order, cmp := "j.id ASC", ">="
@@ -157,10 +169,6 @@ func (s *Store) anchoredPage(ctx context.Context, key string, desc bool, p Page,
 	}
 	key += "|" + order
 	k := &s.jobList
-	stamp, err := s.jobsStamp(ctx)
-	if err != nil {
-		return false, err
-	}
 	k.mu.Lock()
 	kept, hit := k.anchors[key]
 	k.mu.Unlock()
@@ -177,10 +185,7 @@ func (s *Store) anchoredPage(ctx context.Context, key string, desc bool, p Page,
 		}
 		kept = more
 		k.mu.Lock()
-		if k.anchors == nil || len(k.anchors) >= maxJobListKeeps {
-			k.anchors = make(map[string]keptAnchors)
-		}
-		k.anchors[key] = kept
+		keepIn(&k.anchors, key, kept)
 		k.mu.Unlock()
 	}
 	if i >= len(kept.ids) {

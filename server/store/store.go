@@ -377,11 +377,17 @@ func (s *Store) FindJobs(ctx context.Context, f JobFilter, p Page) ([]Job, int, 
 	// entries are stepped through in the index alone, and only the page's
 	// rows are read whole.
 	key, keep := s.jobListKey(f)
+	var stamp int64
+	if keep {
+		if stamp, err = s.jobsStamp(ctx); err != nil {
+			return nil, 0, err
+		}
+	}
 	counted := make(chan error, 1)
 	var total int
 	go func() {
 		var err error
-		total, err = s.countJobs(ctx, key, func() (int, error) {
+		total, err = s.countJobs(key, stamp, func() (int, error) {
 			n, err := filter(s.db.NewSelect().Model((*jobRow)(nil))).Count(ctx)
 			return int(n), err
 		})
@@ -390,9 +396,8 @@ func (s *Store) FindJobs(ctx context.Context, f JobFilter, p Page) ([]Job, int, 
 	var rows []jobRow
 	selectIDs := func() *bun.SelectQuery { return filter(s.db.NewSelect().Model((*jobRow)(nil)).Column("j.id")) }
 	paged := false
-	if keep && s.dialect == schema.SQLite && p.PageSize > 0 && p.Offset() >= s.jobList.every &&
-		(f.Sort == "" || f.Sort == SortIDAsc || f.Sort == SortIDDesc) {
-		paged, err = s.anchoredPage(ctx, key, f.Sort == SortIDDesc, p, selectIDs, &rows)
+	if keep && s.anchored(f, p) {
+		paged, err = s.anchoredPage(ctx, key, stamp, f.Sort == SortIDDesc, p, selectIDs, &rows)
 	}
 	if !paged && err == nil {
 		rows = nil

@@ -4,7 +4,9 @@
 //
 //   - http: N jobs every second calling a receiver in this process;
 //     lateness = request arrival − scheduled second (the arrival names its
-//     fire in the http handler's X-Cronix-Fire-Id header);
+//     fire in the http handler's X-Cronix-Fire-Id header); arrival is when
+//     the lean receiver (benchreport.LeanReceiver) had read the request, or
+//     with -receiver net/http when a net/http handler started;
 //   - shell: N jobs every second running `t=$(date +%s%N); echo ...`;
 //     lateness from the command's own timestamp; then the fork floor: this
 //     process starting the same command N times at each second with a pool
@@ -36,6 +38,7 @@ import (
 
 type config struct {
 	binary, out, label, pprofAddr  string
+	receiver                       string
 	samplesDir                     string
 	workloads                      []string
 	httpRates, shellRates          []int
@@ -108,6 +111,7 @@ func main() {
 	flag.DurationVar(&cfg.soakDuration, "soak-duration", 30*time.Minute, "soak: length")
 	flag.DurationVar(&cfg.soakSample, "soak-sample", 10*time.Second, "soak: RSS sampling period")
 	flag.DurationVar(&cfg.soakWarmup, "soak-warmup", 5*time.Minute, "soak: samples before this are left out of the RSS slope")
+	flag.StringVar(&cfg.receiver, "receiver", receiverLean, "http receiver: lean (epoll, arrival = request read) or net/http (arrival = handler start, the receiver until stop 39)")
 	flag.StringVar(&cfg.pprofAddr, "pprof-addr", "", "start the standalone with --pprof-addr (for profiling during a run)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary data dirs")
 	flag.StringVar(&cfg.samplesDir, "samples-dir", "", "write each http row's samples (scheduled second, job, lateness at the handler and at the socket in µs) to DIR/<row>.txt")
@@ -297,13 +301,23 @@ func header(b *strings.Builder, cfg config, title string) {
 		benchreport.Machine(), gitCommit(), "go run ./bench/speed "+shellArgs(os.Args[1:]))
 }
 
+// arrivalMeaning says what a request's arrival is with the given receiver.
+func arrivalMeaning(kind string) string {
+	if kind == receiverNetHTTP {
+		return "when the receiver's handler starts (a `net/http` server, `--receiver net/http`)"
+	}
+	return "when the receiver had read the whole request (the bench's lean receiver: epoll loops, one per core, that read and " +
+		"stamp every request ready before answering any; until stop 39 the bench used a `net/http` server, whose handler " +
+		"started 10–30 ms later at p99, for the floor as for Cronix)"
+}
+
 func renderSpeed(cfg config, rows []row, ratios []string) string {
 	var b strings.Builder
 	header(&b, cfg, "Speed: lateness, CPU and memory at fires every second (standalone)")
 	b.WriteString("One `cronix standalone` per row (embedded etcd, SQLite, single-voter raft, one node, `--http-allow-loopback`), " +
 		"jobs on `*/1 * * * * *` created through the API, measured over whole seconds after a " + cfg.warmup.String() + " warm-up. " +
 		"Lateness: **http** = request arrival at the bench's receiver − scheduled second (the fire is the one the request names in " +
-		"its `X-Cronix-Fire-Id` header), arrival being when the receiver's handler starts; **at the socket** (http rows) = " +
+		"its `X-Cronix-Fire-Id` header), arrival being " + arrivalMeaning(cfg.receiver) + "; **at the socket** (http rows) = " +
 		"when the request's bytes reached the receiver's socket (the kernel's receive timestamp, `SO_TIMESTAMPNS`) − scheduled " +
 		"second, which leaves out the receiver's own wait for a CPU to read and parse the requests (it shares this machine's cores " +
 		"with Cronix); **shell** = the command's own " +

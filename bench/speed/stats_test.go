@@ -203,27 +203,36 @@ func TestArrivalsNamingTheirFireAreExact(t *testing.T) {
 	require.Equal(t, 1200*time.Millisecond, tl.Max)
 }
 
-// TestReceiverReadsTheFireIDHeader: the receiver takes the scheduled
-// second from X-Cronix-Fire-Id, and leaves it unset without the header.
+// TestReceiverReadsTheFireIDHeader: both receivers take the scheduled
+// second from X-Cronix-Fire-Id, leave it unset without the header, and
+// count requests outside /j/ apart.
 func TestReceiverReadsTheFireIDHeader(t *testing.T) {
-	rec, err := startReceiver()
-	require.NoError(t, err)
-	t.Cleanup(rec.Close)
-	for _, id := range []string{"42-1700000001000", ""} {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, rec.URL("/j/0"), nil)
-		require.NoError(t, err)
-		if id != "" {
-			req.Header.Set(fireIDHeader, id)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		require.NoError(t, resp.Body.Close())
+	for _, kind := range []string{receiverLean, receiverNetHTTP} {
+		t.Run(kind, func(t *testing.T) {
+			rec, err := startReceiver(kind)
+			require.NoError(t, err)
+			t.Cleanup(rec.Close)
+			for _, c := range []struct{ path, id string }{{"/j/0", "42-1700000001000"}, {"/j/0", ""}, {"/bg/", ""}} {
+				req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, rec.URL(c.path), nil)
+				require.NoError(t, err)
+				if c.id != "" {
+					req.Header.Set(fireIDHeader, c.id)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				require.NoError(t, resp.Body.Close())
+				require.Equal(t, http.StatusNoContent, resp.StatusCode)
+			}
+			got := rec.snapshot([]int64{42})
+			require.Len(t, got, 2)
+			require.Equal(t, int64(42), got[0].Job)
+			require.True(t, got[0].Scheduled.Equal(time.UnixMilli(1700000001000)), got[0].Scheduled)
+			require.True(t, got[1].Scheduled.IsZero())
+			require.Equal(t, 1, rec.bgCount())
+		})
 	}
-	got := rec.snapshot([]int64{42})
-	require.Len(t, got, 2)
-	require.Equal(t, int64(42), got[0].Job)
-	require.True(t, got[0].Scheduled.Equal(time.UnixMilli(1700000001000)), got[0].Scheduled)
-	require.True(t, got[1].Scheduled.IsZero())
+	_, err := startReceiver("nginx")
+	require.ErrorContains(t, err, "want lean or net/http")
 }
 
 func TestDescribeShares(t *testing.T) {

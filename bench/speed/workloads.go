@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -61,9 +62,13 @@ func (r *row) noteSeconds(cfg config, name string, samples []sample) error {
 // receiver is the http workload's target: it records the arrival time of
 // every request to /j/<index>, with the fire it names in the http
 // handler's X-Cronix-Fire-Id header (its job id and scheduled second, see
-// parseFireID), so each arrival is attributed to its fire exactly.
+// parseFireID), so each arrival is attributed to its fire exactly. It is
+// the lean receiver (benchreport.LeanReceiver: arrival = when it had read
+// the request) unless --receiver net/http asks for a net/http server
+// (arrival = when its handler started), the bench's receiver until stop 39.
 type receiver struct {
-	*benchreport.Receiver
+	url   func(path string) string
+	close func()
 
 	mu       sync.Mutex
 	arrivals []sample // Job = the job's index until mapped to its id
@@ -71,36 +76,68 @@ type receiver struct {
 	bg       int
 }
 
-func startReceiver() (*receiver, error) {
+// Receivers of --receiver.
+const (
+	receiverLean    = "lean"
+	receiverNetHTTP = "net/http"
+)
+
+func startReceiver(kind string) (*receiver, error) {
 	r := &receiver{last: map[int64]time.Time{}}
-	var err error
-	r.Receiver, err = benchreport.StartReceiver(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		at := time.Now()
-		if rest, ok := strings.CutPrefix(req.URL.Path, "/j/"); ok {
-			if i, err := strconv.ParseInt(rest, 10, 64); err == nil {
-				a := sample{Job: i, At: at}
-				if sock, ok := benchreport.Arrival(req); ok && !sock.After(at) && at.Sub(sock) < time.Second {
-					a.Socket = sock
-				}
-				if _, sched, err := parseFireID(req.Header.Get(fireIDHeader)); err == nil {
-					a.Scheduled = sched
-				}
-				r.mu.Lock()
-				r.arrivals = append(r.arrivals, a)
-				r.last[i] = at
-				r.mu.Unlock()
-			}
-		} else {
-			r.mu.Lock()
-			r.bg++
-			r.mu.Unlock()
+	switch kind {
+	case receiverLean:
+		lr, err := benchreport.StartLeanReceiver(runtime.NumCPU(), func(a benchreport.Arrived) {
+			r.record(a.Path, a.FireID, a.At, a.Socket)
+		})
+		if err != nil {
+			return nil, err
 		}
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	if err != nil {
-		return nil, err
+		r.url, r.close = lr.URL, lr.Close
+	case receiverNetHTTP:
+		hr, err := benchreport.StartReceiver(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			at := time.Now()
+			sock, _ := benchreport.Arrival(req)
+			r.record(req.URL.Path, req.Header.Get(fireIDHeader), at, sock)
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		if err != nil {
+			return nil, err
+		}
+		r.url, r.close = hr.URL, hr.Close
+	default:
+		return nil, fmt.Errorf("receiver %q: want %s or %s", kind, receiverLean, receiverNetHTTP)
 	}
 	return r, nil
+}
+
+// URL is the address of path (starting with "/") on the receiver.
+func (r *receiver) URL(path string) string { return r.url(path) }
+
+// Close stops the receiver.
+func (r *receiver) Close() { r.close() }
+
+// record notes a request to path that arrived at at, having reached the
+// socket at sock (zero: unknown).
+func (r *receiver) record(path, fireID string, at, sock time.Time) {
+	rest, ok := strings.CutPrefix(path, "/j/")
+	i, err := strconv.ParseInt(rest, 10, 64)
+	if !ok || err != nil {
+		r.mu.Lock()
+		r.bg++
+		r.mu.Unlock()
+		return
+	}
+	a := sample{Job: i, At: at}
+	if !sock.IsZero() && !sock.After(at) && at.Sub(sock) < time.Second {
+		a.Socket = sock
+	}
+	if _, sched, err := parseFireID(fireID); err == nil {
+		a.Scheduled = sched
+	}
+	r.mu.Lock()
+	r.arrivals = append(r.arrivals, a)
+	r.last[i] = at
+	r.mu.Unlock()
 }
 
 // allPast reports whether every index in [0, n) has an arrival at or after t.
@@ -167,7 +204,7 @@ type rig struct {
 func newRig(cfg config, name string) (*rig, error) {
 	rg := &rig{}
 	var err error
-	if rg.rec, err = startReceiver(); err != nil {
+	if rg.rec, err = startReceiver(cfg.receiver); err != nil {
 		return nil, err
 	}
 	if rg.dir, err = os.MkdirTemp("", "cronix-speed-"+name+"-"); err != nil {

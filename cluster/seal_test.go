@@ -38,6 +38,30 @@ func TestSealOpenRotation(t *testing.T) {
 	require.Error(t, err, "fire id must match its key")
 	_, err = DecodeDispatch(body, "1-1", term+1)
 	require.Error(t, err, "the dispatch's own term must be the signed one")
+	_, _, err = rotated.Open(key, bytes.Replace(v2, []byte(`"body":{`), []byte(`"body": {`), 1))
+	require.NoError(t, err, "a sealed record spaced out is still the record (read by the JSON decoder)")
+	tampered := bytes.Replace(v2, []byte(`"body":{`), []byte(`"body":{"x":1,`), 1)
+	_, _, err = rotated.Open(key, tampered)
+	require.ErrorIs(t, err, ErrBadSignature, "the body is signed")
+	// A forged canonical value that carries a real record after its body
+	// is still judged by the JSON decoder, as before (the last term, MAC
+	// and body win), and verifies only as that record.
+	var real SignedRecord
+	require.NoError(t, json.Unmarshal(v2, &real))
+	smuggled := []byte(`{"v":1,"term":9,"mac":"AAAA","body":{"x":1},"term":3,"mac":"` + real.MAC + `","body":` + string(real.Body) + `}`)
+	gotBody, gotTerm, err := rotated.Open(key, smuggled)
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), gotTerm)
+	require.JSONEq(t, string(real.Body), string(gotBody))
+	for _, bad := range []string{`{"v":1,"term":03,"mac":"AAAA","body":{}}`, `{"v":1,"term":18446744073709551616,"mac":"AAAA","body":{}}`,
+		`{"v":1,"term":3,"mac":"","body":{}}`, `{"v":1,"term":3,"mac":"A+/=","body":{}}`, `{"v":1,"term":3,"mac":"AAAA","body":}`} {
+		_, ok := canonicalRecord([]byte(bad))
+		require.False(t, ok, bad)
+	}
+	canon, ok := canonicalRecord(v2)
+	require.True(t, ok, "Seal writes the canonical form")
+	require.Equal(t, real.MAC, canon.MAC)
+	require.Equal(t, []byte(real.Body), []byte(canon.Body))
 	require.Equal(t, body, RecordBody(v2))
 	require.Equal(t, []byte(`{"x":1}`), RecordBody([]byte(`{"x":1}`)))
 }
@@ -77,6 +101,17 @@ func FuzzOpenRecord(f *testing.F) {
 		} else if !errors.Is(err, ErrUnsigned) && !errors.Is(err, ErrBadSignature) {
 			t.Fatalf("Open error of an unknown kind: %v", err)
 		}
+		if rec, ok := canonicalRecord(value); ok {
+			// Open's shortcut takes apart what the JSON decoder would: the
+			// same record wherever the body is one JSON value as Seal
+			// writes it (json.Marshal's, no surrounding space).
+			if plainJSON(rec.Body) {
+				dec, derr := DecodeSignedRecord(value)
+				if derr != nil || dec.Term != rec.Term || dec.MAC != rec.MAC || !bytes.Equal(dec.Body, rec.Body) {
+					t.Fatalf("canonical %+v, decoded %+v (%v) for %q", rec, dec, derr, value)
+				}
+			}
+		}
 		_ = RecordBody(value)
 		var d Dispatch
 		if json.Unmarshal(value, &d) == nil {
@@ -88,4 +123,27 @@ func FuzzOpenRecord(f *testing.F) {
 		_, _, _ = keys.ParseJobKey(string(value))
 		_, _ = JobIDOfFire(string(value))
 	})
+}
+
+// BenchmarkOpen: a dispatch record as Seal writes it (taken apart without
+// a JSON parse) and the same record with one space, which goes through
+// the JSON decoder as every record did before.
+func BenchmarkOpen(b *testing.B) {
+	ring, err := KeyringFromTokens("bench-token")
+	require.NoError(b, err)
+	key := NewKeys("").Run("n1", "17-1700000001000")
+	v, err := ring.SealJSON(key, 7, Dispatch{FireID: "17-1700000001000", Trigger: TriggerSchedule, Term: 7,
+		ScheduledAt: time.Unix(1700000001, 0).UTC(), Job: JobConfig{JobID: 17, Name: "http-00017", Handler: "http",
+			Params: json.RawMessage(`{"url":"http://127.0.0.1:40000/j/17"}`), TimeoutSeconds: 60}})
+	require.NoError(b, err)
+	for name, value := range map[string][]byte{"canonical": v, "json": bytes.Replace(v, []byte(`"body":{`), []byte(`"body": {`), 1)} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := ring.Open(key, value); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -90,7 +90,7 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "docs/benchmarks.md", "Markdown file to update ('' = print only)")
 	flag.StringVar(&cfg.label, "label", "", "note printed above the table (e.g. that this is a smoke run)")
 	flag.StringVar(&workloads, "workloads", "http,shell,scale,spread", "comma-separated workloads: http, shell, scale, spread")
-	flag.StringVar(&httpRates, "http-rates", "1000,2000,2500,3000", "http jobs per second, one run per rate (with more than one, the highest holding acceptance line 2 is named)")
+	flag.StringVar(&httpRates, "http-rates", "1000,2000,3000,4000,5000", "http jobs per second, one run per rate (with more than one, the highest holding acceptance line 2 is named)")
 	flag.StringVar(&shellRates, "shell-rates", "500", "shell jobs per second, one run per rate")
 	flag.StringVar(&spreadRates, "spread-rates", "1500", "spread: http jobs per second shared by --spread-nodes nodes, one run per rate")
 	flag.IntVar(&cfg.spreadNodes, "spread-nodes", 3, "spread: node agents in the group (the standalone's own and N-1 'cronix node' processes)")

@@ -232,14 +232,16 @@ func (w *leanWorker) count() int {
 	return len(w.conns)
 }
 
-// drop closes c and forgets it.
+// drop closes c and forgets it, unless the worker has stopped and closed
+// it already.
 func (w *leanWorker) drop(c *leanConn) {
 	w.mu.Lock()
-	if w.conns != nil {
-		delete(w.conns, int32(c.fd))
-	}
+	_, ok := w.conns[int32(c.fd)]
+	delete(w.conns, int32(c.fd))
 	w.mu.Unlock()
-	_ = unix.Close(c.fd) // closing removes it from the epoll set
+	if ok {
+		_ = unix.Close(c.fd) // closing removes it from the epoll set
+	}
 }
 
 // read reads everything c has, then parses, stamps and hands over its

@@ -146,7 +146,7 @@ func (k *Keyring) SealJSON(etcdKey string, term uint64, v any) ([]byte, error) {
 // except that a canonical one is not parsed twice.
 func (k *Keyring) Open(etcdKey string, value []byte) (body []byte, term uint64, err error) {
 	if rec, ok := canonicalRecord(value); ok {
-		if body, term, ok := k.verify(etcdKey, rec); ok {
+		if body, term, err := k.verify(etcdKey, rec); err == nil {
 			return body, term, nil
 		}
 	}
@@ -154,27 +154,22 @@ func (k *Keyring) Open(etcdKey string, value []byte) (body []byte, term uint64, 
 	if err != nil {
 		return nil, 0, err
 	}
-	if _, err := base64.RawURLEncoding.DecodeString(rec.MAC); err != nil {
-		return nil, 0, fmt.Errorf("%w: malformed mac", ErrBadSignature)
-	}
-	if body, term, ok := k.verify(etcdKey, rec); ok {
-		return body, term, nil
-	}
-	return nil, 0, fmt.Errorf("%w for %s", ErrBadSignature, etcdKey)
+	return k.verify(etcdKey, rec)
 }
 
-// verify checks rec's MAC against every key of the ring.
-func (k *Keyring) verify(etcdKey string, rec SignedRecord) ([]byte, uint64, bool) {
+// verify checks rec's MAC against every key of the ring; the error wraps
+// ErrBadSignature.
+func (k *Keyring) verify(etcdKey string, rec SignedRecord) ([]byte, uint64, error) {
 	got, err := base64.RawURLEncoding.DecodeString(rec.MAC)
 	if err != nil {
-		return nil, 0, false
+		return nil, 0, fmt.Errorf("%w: malformed mac", ErrBadSignature)
 	}
 	for _, key := range k.keys {
 		if hmac.Equal(got, mac(key, etcdKey, rec.Term, rec.Body)) {
-			return rec.Body, rec.Term, true
+			return rec.Body, rec.Term, nil
 		}
 	}
-	return nil, 0, false
+	return nil, 0, fmt.Errorf("%w for %s", ErrBadSignature, etcdKey)
 }
 
 // canonicalRecord takes apart a value in the exact form Seal writes,

@@ -84,14 +84,8 @@ func (c *arrivalConn) Read(p []byte) (int, error) {
 	if n == 0 {
 		return 0, io.EOF
 	}
-	if msgs, err := syscall.ParseSocketControlMessage(c.oob[:oobn]); err == nil {
-		for _, m := range msgs {
-			if m.Header.Level == syscall.SOL_SOCKET && m.Header.Type == syscall.SO_TIMESTAMPNS &&
-				len(m.Data) >= int(unsafe.Sizeof(syscall.Timespec{})) {
-				ts := (*syscall.Timespec)(unsafe.Pointer(&m.Data[0]))
-				c.last.Store(ts.Nano())
-			}
-		}
+	if ts, ok := receiveTimestamp(c.oob[:oobn]); ok {
+		c.last.Store(ts.UnixNano())
 	}
 	return n, nil
 }

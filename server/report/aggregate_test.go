@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestHistogramQuantiles: exact nearest-rank quantiles below 1024 ms, at
+// TestHistogramQuantiles: exact nearest-rank quantiles below 128 ms, at
 // most 1/64 low above, for values up to days.
 func TestHistogramQuantiles(t *testing.T) {
 	t.Parallel()
@@ -19,6 +19,7 @@ func TestHistogramQuantiles(t *testing.T) {
 		lo := lower(b)
 		require.LessOrEqual(t, lo, v, "bucket of %d starts above it", v)
 		require.Equal(t, b, bucket(lo), "lower bound of bucket %d is in another bucket", b)
+		require.Equal(t, lo, Reported(v))
 		if v < exactBelow {
 			require.Equal(t, v, lo)
 		} else {
@@ -26,7 +27,7 @@ func TestHistogramQuantiles(t *testing.T) {
 		}
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, scale := range []int64{1000, 100_000, 86_400_000} {
+	for _, scale := range []int64{exactBelow, 1000, 100_000, 86_400_000} {
 		var h, odd, even hist
 		vals := make([]int64, 2001)
 		for i := range vals {
@@ -43,6 +44,7 @@ func TestHistogramQuantiles(t *testing.T) {
 			want := vals[Rank(p, int64(len(vals)))-1]
 			got := h.quantile(p)
 			require.LessOrEqual(t, got, want, "scale %d p%v", scale, p)
+			require.Equal(t, Reported(want), got, "scale %d p%v: the quantile is the reported value", scale, p)
 			if scale <= exactBelow {
 				require.Equal(t, want, got)
 			} else {
@@ -55,4 +57,22 @@ func TestHistogramQuantiles(t *testing.T) {
 	require.Equal(t, int64(1), Rank(0.5, 1))
 	require.Equal(t, int64(99), Rank(0.99, 100))
 	require.Equal(t, int64(100), Rank(0.99, 101))
+}
+
+// TestHistogramSize: every value of the first second fills at most 317
+// buckets (exact milliseconds would be 1,000), and a bucket's width never
+// exceeds 1/64 of its lower bound.
+func TestHistogramSize(t *testing.T) {
+	t.Parallel()
+	var h hist
+	for v := range int64(1000) {
+		h.add(v)
+	}
+	require.Len(t, h.bins, 317)
+	require.Equal(t, int64(1000), h.n)
+	for i, x := range h.bins[1:] {
+		lo, next := lower(int64(h.bins[i].b)), lower(int64(x.b))
+		require.Equal(t, int64(h.bins[i].b)+1, int64(x.b), "buckets are consecutive")
+		require.LessOrEqual(t, next-lo, max(1, lo/64), "bucket at %d is too wide", lo)
+	}
 }

@@ -19,7 +19,7 @@
 // MaxDaysPerPass per pass, so a first start over years of runs catches up
 // over several passes. Counts are exact (an open day's but for a run that
 // commits a pass after a higher id, see live.go); percentiles are exact
-// below 1024 ms and within 1.6% above (a fixed-size histogram per job, so
+// below 128 ms and within 1.6% above (a fixed-size histogram per job, so
 // a day with millions of runs needs no more memory than its jobs).
 //
 // # Retention

@@ -317,3 +317,13 @@ func TestPerSecondSpread(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "# scheduled_unix job handler_us socket_us\n1700000000 1 5000 1000\n1700000001 1 50000 1000\n", string(b))
 }
+
+func TestShellRatioNamesAFloorThatFallsBehind(t *testing.T) {
+	t.Parallel()
+	cronix := tally{P50: 400 * time.Millisecond, P99: 800 * time.Millisecond}
+	require.Equal(t, "shell 500/s ÷ fork floor: p50 1.14, p99 1.14 (acceptance: each ≤ 1.15)",
+		shellRatio(500, cronix, tally{P50: 350 * time.Millisecond, P99: 700 * time.Millisecond}))
+	behind := shellRatio(250, cronix, tally{P50: 32 * time.Second, P99: 55 * time.Second})
+	require.Contains(t, behind, "the fork floor itself falls behind (p50 32000.0 ms)")
+	require.NotContains(t, behind, "÷")
+}

@@ -3,6 +3,7 @@ package report
 import (
 	"cmp"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sort"
 	"testing"
@@ -74,5 +75,30 @@ func TestHistogramSize(t *testing.T) {
 		lo, next := lower(int64(h.bins[i].b)), lower(int64(x.b))
 		require.Equal(t, int64(h.bins[i].b)+1, int64(x.b), "buckets are consecutive")
 		require.LessOrEqual(t, next-lo, max(1, lo/64), "bucket at %d is too wide", lo)
+	}
+}
+
+// BenchmarkOpenDayMemory reports the heap an open day keeps per job for an
+// every-second job through half an hour (1,800 runs) whose lateness spreads
+// over 250–850 ms and duration over 2–20 ms, as 500 shell jobs a second do
+// on a 2-core machine: the growth the soak measures.
+func BenchmarkOpenDayMemory(b *testing.B) {
+	const jobs, runs = 500, 1800
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range b.N {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		days := make([]jobDay, jobs)
+		for range runs {
+			for j := range days {
+				days[j].lateness.add(250 + rng.Int64N(600))
+				days[j].duration.add(2 + rng.Int64N(18))
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/jobs, "B/job")
+		runtime.KeepAlive(days)
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,7 @@ import (
 type config struct {
 	binary, out, label, pprofAddr  string
 	receiver                       string
+	gcLimitMiB                     int
 	samplesDir                     string
 	workloads                      []string
 	httpRates, shellRates          []int
@@ -111,6 +113,8 @@ func main() {
 	flag.DurationVar(&cfg.soakDuration, "soak-duration", 30*time.Minute, "soak: length")
 	flag.DurationVar(&cfg.soakSample, "soak-sample", 10*time.Second, "soak: RSS sampling period")
 	flag.DurationVar(&cfg.soakWarmup, "soak-warmup", 5*time.Minute, "soak: samples before this are left out of the RSS slope")
+	flag.IntVar(&cfg.gcLimitMiB, "gc-limit-mib", 4096, "this process collects its garbage only when its heap nears this many MiB, and once before each "+
+		"row's window, so that its own collections do not stall the receiver during a window (0: Go's default collector)")
 	flag.StringVar(&cfg.receiver, "receiver", receiverLean, "http receiver: lean (epoll, arrival = request read) or net/http (arrival = handler start, the receiver until stop 39)")
 	flag.StringVar(&cfg.pprofAddr, "pprof-addr", "", "start the standalone with --pprof-addr (for profiling during a run)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary data dirs")
@@ -150,6 +154,7 @@ func main() {
 		}
 	}
 	cfg.clkTck = clockTicks()
+	quietGC(cfg.gcLimitMiB)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if cfg.soak {
@@ -299,6 +304,21 @@ func shellRatio(rate int, cronix, floor tally) string {
 		rate, ratio(cronix.P50, floor.P50), ratio(cronix.P99, floor.P99))
 }
 
+// quietGC turns the collector's pacing off and lets it run only when the
+// heap nears limitMiB (window collects before each row): this process's
+// receiver shares 2 cores with Cronix, and a collection's mark phase,
+// paced by a heap that grows with the samples, took one of them and
+// charged the receiver's allocations with assists for 50-100 ms at a
+// time, holding every request of that second in the socket. limitMiB 0
+// keeps Go's default.
+func quietGC(limitMiB int) {
+	if limitMiB <= 0 {
+		return
+	}
+	debug.SetMemoryLimit(int64(limitMiB) << 20)
+	debug.SetGCPercent(-1)
+}
+
 func ratio(a, b time.Duration) string {
 	if b <= 0 {
 		return "n/a"
@@ -322,7 +342,9 @@ func arrivalMeaning(kind string) string {
 	}
 	return "when the receiver had read the whole request (the bench's lean receiver: epoll loops, one per core, that read and " +
 		"stamp every request ready before answering any; until stop 39 the bench used a `net/http` server, whose handler " +
-		"started 10–30 ms later at p99, for the floor as for Cronix)"
+		"started 10–30 ms later at p99, for the floor as for Cronix; since stop 40 the bench process collects its garbage " +
+		"before each window and not during it, `--gc-limit-mib`, where its collections had held the receiver 50–125 ms " +
+		"in a few seconds of a window)"
 }
 
 func renderSpeed(cfg config, rows []row, ratios []string) string {

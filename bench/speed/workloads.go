@@ -230,8 +230,13 @@ func (rg *rig) close(cfg config) {
 	cfg.cleanup(rg.dir)
 }
 
-// window is the measured span: whole seconds after a warm-up.
+// window is the measured span: whole seconds after a warm-up. It collects
+// this process's garbage first, so that with quietGC none is collected
+// during the window.
 func window(cfg config, seconds int) (start, end time.Time) {
+	if cfg.gcLimitMiB > 0 {
+		runtime.GC()
+	}
 	start = time.Now().Truncate(time.Second).Add(cfg.warmup)
 	return start, start.Add(time.Duration(seconds) * time.Second)
 }

@@ -308,8 +308,8 @@ func shellRatio(rate int, cronix, floor tally) string {
 // heap nears limitMiB (window collects before each row): this process's
 // receiver shares 2 cores with Cronix, and a collection's mark phase,
 // paced by a heap that grows with the samples, took one of them and
-// charged the receiver's allocations with assists for 50-100 ms at a
-// time, holding every request of that second in the socket. limitMiB 0
+// charged the receiver's allocations with assists, for 50-125 ms at a
+// time, holding that second's requests in the socket. limitMiB 0
 // keeps Go's default.
 func quietGC(limitMiB int) {
 	if limitMiB <= 0 {

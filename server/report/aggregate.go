@@ -16,8 +16,8 @@ import (
 // depend on how many values it holds: the buckets it has, sorted, 8 bytes
 // each (the report keeps two per job and open day). Values spread over
 // 0–1 s fill at most 317 buckets (exact milliseconds up to 1 s would fill
-// 1,000, and did, at 500 shell runs a second, grow the leader's heap
-// through the day).
+// 1,000, a share of the leader's heap growth through the day at 500 shell
+// runs a second).
 type hist struct {
 	n    int64
 	bins []bin

@@ -67,7 +67,7 @@ func TestMetricsAndReadinessStandalone(t *testing.T) {
 	code, ready, err := s.api.Ready()
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, map[string]string{"sql": "ok", "etcd": "ok", "leader": "ok",
+	require.Equal(t, map[string]string{"sql": "ok", "etcd": "ok", "leader": "ok", "trigger": "ok",
 		"node_registered": "ok", "plugins_published": "ok"}, ready.Checks)
 
 	resp, err := http.Get(s.api.Base + "/metrics")

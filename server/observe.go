@@ -47,6 +47,21 @@ func (s *Server) checkLeader(context.Context) error {
 	return nil
 }
 
+// checkTrigger fails on the raft leader until its trigger loop fires: while
+// it claims the fence and loads jobs, cursors, nodes and runs (a second or
+// two at 100,000 jobs), and while it is fenced or restarting after an
+// error. Other replicas pass: the leader check covers them.
+func (s *Server) checkTrigger(context.Context) error {
+	if s.raft == nil || !s.raft.IsLeader() {
+		return nil
+	}
+	if sched := s.sched.Load(); sched == nil || !sched.Firing() {
+		return errors.New("this replica leads but its trigger loop is not firing yet " +
+			"(loading jobs, or fenced or restarting after an error: see the log)")
+	}
+	return nil
+}
+
 // registerCollectors adds the families read at scrape time: raft state and
 // nodes by status.
 func (s *Server) registerCollectors() error {

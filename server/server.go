@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -119,6 +120,7 @@ type Server struct {
 	store    *store.Store
 	alerts   *alert.Service
 	raft     *raftha.Node
+	sched    atomic.Pointer[scheduler.Scheduler] // set in Start (the readiness check may run before)
 	http     *http.Server
 	listener net.Listener
 	url      string
@@ -164,6 +166,7 @@ func New(cfg Config, etcd *clientv3.Client) (*Server, error) {
 	s.ready.Add("sql", s.checkSQL)
 	s.ready.Add("etcd", s.checkEtcd)
 	s.ready.Add("leader", s.checkLeader)
+	s.ready.Add("trigger", s.checkTrigger)
 	return s, nil
 }
 
@@ -250,6 +253,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		DispatchAhead: s.cfg.DispatchAhead, DispatchAheadMin: s.cfg.DispatchAhead / 2,
 		HTTPClient: &http.Client{Transport: nodeTransport(s.cfg.NodeTLS)},
 	})
+	s.sched.Store(sched)
 	s.raft.OnLeadership(func(ctx context.Context, term uint64) {
 		s.lead(ctx, term, sched)
 	})

@@ -29,8 +29,12 @@ type Scheduler struct {
 // seenRevs is the etcd revision up to which the running loop has applied
 // node, run and process changes (tests wait on it).
 // groups is the revision of the latest group signal applied; beats counts
-// completed FAILOVER beat rounds.
-type seenRevs struct{ nodes, runs, procs, groups, beats atomic.Int64 }
+// completed FAILOVER beat rounds; firing is true from the end of a loop's
+// start-up (fence claimed, jobs and state loaded) until its Run returns.
+type seenRevs struct {
+	nodes, runs, procs, groups, beats atomic.Int64
+	firing                            atomic.Bool
+}
 
 func storeMax(a *atomic.Int64, rev int64) {
 	for {
@@ -61,6 +65,7 @@ func (s *Scheduler) Run(ctx context.Context, term uint64) error {
 		return ErrRunning
 	}
 	defer s.running.Store(false)
+	defer s.seen.firing.Store(false)
 	l := newLoop(s.cfg, term, &s.seen)
 	defer l.stop()
 	s.log.Info("trigger loop starting", "term", term)
@@ -76,6 +81,12 @@ func (s *Scheduler) Run(ctx context.Context, term uint64) error {
 		return err
 	}
 }
+
+// Firing reports whether a Run is past its start-up: it holds the fence
+// for its term and has loaded the jobs, cursors, nodes and runs it fires
+// from. At 100,000 jobs loading takes a second or two; a Run that was
+// fenced or is restarting after an error is not firing either.
+func (s *Scheduler) Firing() bool { return s.seen.firing.Load() }
 
 // watch is one etcd watch of a prefix; ch is nil while it must be resynced.
 type watch struct {
@@ -117,6 +128,7 @@ func (l *loop) run(ctx context.Context) error {
 	if err := l.startup(ctx); err != nil {
 		return err
 	}
+	l.seen.firing.Store(true)
 	l.beat.start(ctx)
 	for {
 		l.arm()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cronix/cronix/cluster"
 	"github.com/cronix/cronix/server/dispatch"
+	"github.com/cronix/cronix/server/store"
 )
 
 const everySecond = "*/1 * * * * *"
@@ -339,11 +340,57 @@ func TestFencedDispatcherStopsLoop(t *testing.T) {
 	}
 	require.Zero(t, h.count(h.keys.RunPrefix("n1")), "a fenced leader dispatched")
 	require.Zero(t, h.cursors.applies.Load(), "cursor advanced without dispatch")
+	require.False(t, h.sched.Firing(), "a fenced loop reports firing")
 
 	// A loop of the old term refuses to start at all.
 	h.sched = h.newScheduler()
 	err := h.sched.Run(ctx, h.term)
 	require.ErrorIs(t, err, dispatch.ErrFenced)
+}
+
+// gatedJobs holds ForEnabledJobs until release is closed, after closing
+// entered: a start-up that is still loading its jobs.
+type gatedJobs struct {
+	JobSource
+	entered, release chan struct{}
+}
+
+func (g *gatedJobs) ForEnabledJobs(ctx context.Context, fn func(j *store.Job) error) error {
+	close(g.entered)
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.JobSource.ForEnabledJobs(ctx, fn)
+}
+
+// Firing (what the server's readiness check "trigger" reads) is false
+// while the loop loads its jobs, true once it fires, and false again after
+// Run returns.
+func TestFiringOnlyAfterStartUp(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.addNode("n1", "g", "cmd")
+	h.store.putJob(job(1, everySecond))
+	gate := &gatedJobs{JobSource: h.store, entered: make(chan struct{}), release: make(chan struct{})}
+	h.jobs = gate
+	h.sched = h.newScheduler()
+	require.False(t, h.sched.Firing(), "firing before Run")
+
+	h.start()
+	select {
+	case <-gate.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop never listed its jobs")
+	}
+	require.False(t, h.sched.Firing(), "firing while loading its jobs")
+	close(gate.release)
+	h.waitArmed(t0.Add(time.Second))
+	require.True(t, h.sched.Firing(), "armed for its first fire but not firing")
+
+	require.NoError(t, h.stop())
+	require.False(t, h.sched.Firing(), "firing after Run returned")
 }
 
 // 1,000 jobs every second, 5 seconds: exactly 5,000 distinct fires, in 5

@@ -71,9 +71,46 @@ type receiver struct {
 	close func()
 
 	mu       sync.Mutex
-	arrivals []sample // Job = the job's index until mapped to its id
+	arrivals sampleLog // Job = the job's index until mapped to its id
 	last     map[int64]time.Time
 	bg       int
+}
+
+// sampleBlock is how many arrivals one block of a sampleLog holds (1.3 MB).
+const sampleBlock = 1 << 14
+
+// sampleLog is the receiver's arrivals in blocks of sampleBlock: it grows
+// by a block and never copies what it holds. A single slice grew by a
+// quarter at a time, copying every arrival before under the receiver's
+// lock, which held both receiving loops: in a 30-minute row at 500/s
+// (900,000 arrivals, 72 MB) the copies stalled arrivals 100-270 ms at
+// 9.5, 11.5, 14.5, 18, 22.5 and 28 minutes, each 1.25 times the one
+// before; in a 180-s row at 3,000/s they reached tens of MB, and a row
+// longer than its floor's had longer stalls than its floor.
+type sampleLog struct {
+	blocks [][]sample
+	n      int
+}
+
+func (l *sampleLog) add(s sample) {
+	b := len(l.blocks) - 1
+	if b < 0 || len(l.blocks[b]) == cap(l.blocks[b]) {
+		l.blocks = append(l.blocks, make([]sample, 0, sampleBlock))
+		b++
+	}
+	l.blocks[b] = append(l.blocks[b], s)
+	l.n++
+}
+
+// all yields the samples in the order added.
+func (l *sampleLog) all(yield func(sample) bool) {
+	for _, b := range l.blocks {
+		for _, s := range b {
+			if !yield(s) {
+				return
+			}
+		}
+	}
 }
 
 // Receivers of --receiver.
@@ -135,7 +172,7 @@ func (r *receiver) record(path, fireID string, at, sock time.Time) {
 		a.Scheduled = sched
 	}
 	r.mu.Lock()
-	r.arrivals = append(r.arrivals, a)
+	r.arrivals.add(a)
 	r.last[i] = at
 	r.mu.Unlock()
 }
@@ -156,7 +193,7 @@ func (r *receiver) first() time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var f time.Time
-	for _, a := range r.arrivals {
+	for a := range r.arrivals.all {
 		if f.IsZero() || a.At.Before(f) {
 			f = a.At
 		}
@@ -182,8 +219,8 @@ const fireIDHeader = "X-Cronix-Fire-Id"
 func (r *receiver) snapshot(ids []int64) []sample {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]sample, 0, len(r.arrivals))
-	for _, a := range r.arrivals {
+	out := make([]sample, 0, r.arrivals.n)
+	for a := range r.arrivals.all {
 		if a.Job >= 0 && int(a.Job) < len(ids) {
 			out = append(out, sample{Job: ids[a.Job], Scheduled: a.Scheduled, At: a.At, Socket: a.Socket})
 		}
@@ -557,7 +594,7 @@ func scaleWorkload(ctx context.Context, cfg config) (row, error) {
 	fmt.Printf("scale: inserted %d jobs into SQLite in %s\n", bulkN, bulkTook.Round(time.Millisecond))
 
 	rec.mu.Lock()
-	rec.arrivals, rec.last = nil, map[int64]time.Time{}
+	rec.arrivals, rec.last = sampleLog{}, map[int64]time.Time{}
 	rec.mu.Unlock()
 	s, err = startStandalone(cfg, dataDir, a)
 	if err != nil {

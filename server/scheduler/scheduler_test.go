@@ -349,14 +349,15 @@ func TestFencedDispatcherStopsLoop(t *testing.T) {
 }
 
 // gatedJobs holds ForEnabledJobs until release is closed, after closing
-// entered: a start-up that is still loading its jobs.
+// entered (once): a start-up that is still loading its jobs.
 type gatedJobs struct {
 	JobSource
 	entered, release chan struct{}
+	once             sync.Once
 }
 
 func (g *gatedJobs) ForEnabledJobs(ctx context.Context, fn func(j *store.Job) error) error {
-	close(g.entered)
+	g.once.Do(func() { close(g.entered) })
 	select {
 	case <-g.release:
 	case <-ctx.Done():

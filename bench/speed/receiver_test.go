@@ -15,6 +15,7 @@ func TestSampleLogNeverMovesWhatItHolds(t *testing.T) {
 	var l sampleLog
 	t0 := time.Unix(1_800_000_000, 0)
 	total := 2*sampleBlock + sampleBlock/2
+	require.Zero(t, l.len())
 	var first *sample
 	for i := range total {
 		l.add(sample{Job: int64(i), At: t0.Add(time.Duration(i) * time.Microsecond)})
@@ -23,7 +24,7 @@ func TestSampleLogNeverMovesWhatItHolds(t *testing.T) {
 		}
 		require.Same(t, first, &l.blocks[0][0], "the first arrival moved after %d more", i)
 	}
-	require.Equal(t, total, l.n)
+	require.Equal(t, total, l.len())
 	require.Len(t, l.blocks, 3)
 	i := 0
 	for s := range l.all {

@@ -87,10 +87,7 @@ const sampleBlock = 1 << 14
 // 9.5, 11.5, 14.5, 18, 22.5 and 28 minutes, each 1.25 times the one
 // before; in a 180-s row at 3,000/s they reached tens of MB, and a row
 // longer than its floor's had longer stalls than its floor.
-type sampleLog struct {
-	blocks [][]sample
-	n      int
-}
+type sampleLog struct{ blocks [][]sample }
 
 func (l *sampleLog) add(s sample) {
 	b := len(l.blocks) - 1
@@ -99,7 +96,14 @@ func (l *sampleLog) add(s sample) {
 		b++
 	}
 	l.blocks[b] = append(l.blocks[b], s)
-	l.n++
+}
+
+// len is how many samples l holds: every block but the last is full.
+func (l *sampleLog) len() int {
+	if len(l.blocks) == 0 {
+		return 0
+	}
+	return (len(l.blocks)-1)*sampleBlock + len(l.blocks[len(l.blocks)-1])
 }
 
 // all yields the samples in the order added.
@@ -219,7 +223,7 @@ const fireIDHeader = "X-Cronix-Fire-Id"
 func (r *receiver) snapshot(ids []int64) []sample {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]sample, 0, r.arrivals.n)
+	out := make([]sample, 0, r.arrivals.len())
 	for a := range r.arrivals.all {
 		if a.Job >= 0 && int(a.Job) < len(ids) {
 			out = append(out, sample{Job: ids[a.Job], Scheduled: a.Scheduled, At: a.At, Socket: a.Socket})

@@ -348,10 +348,10 @@ func TestWireTrackerReleasesOnlyWaitersPastTheirMark(t *testing.T) {
 }
 
 // killableHandler writes "started", then either succeeds at once (params
-// "quick") or waits for its ctx and reports how it ended; returned counts
-// the waiting runs that returned.
+// "quick") or waits for its ctx and reports how it ended; entered and
+// returned count the waiting runs that started and returned.
 type killableHandler struct {
-	returned *atomic.Int64
+	entered, returned *atomic.Int64
 }
 
 func (killableHandler) Info(context.Context) (Info, error) {
@@ -363,6 +363,7 @@ func (h killableHandler) Run(ctx context.Context, req Request, out io.Writer) (R
 	if string(req.Params) == `"quick"` {
 		return Result{Status: StatusSuccess}, nil
 	}
+	h.entered.Add(1)
 	<-ctx.Done()
 	h.returned.Add(1)
 	return Result{Status: StatusFailed, ExitCode: -1, Message: ctx.Err().Error()}, nil
@@ -381,8 +382,8 @@ func (w *startedWriter) Write(p []byte) (int, error) {
 
 func TestRunsStreamKillsAndTimeoutsAmongManyRuns(t *testing.T) {
 	t.Parallel()
-	var returned atomic.Int64
-	h := serveOnRunsStream(t, killableHandler{returned: &returned})
+	var entered, returned atomic.Int64
+	h := serveOnRunsStream(t, killableHandler{entered: &entered, returned: &returned})
 	const n = 150
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -423,7 +424,18 @@ func TestRunsStreamKillsAndTimeoutsAmongManyRuns(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	// Every waiting handler saw its ctx end on the plugin side: the kills
-	// reached it and the deadlines applied there.
-	require.Eventually(t, func() bool { return returned.Load() == 2*n/3 }, 10*time.Second, 10*time.Millisecond)
+	// A timeout run whose deadline passed while its start was still queued
+	// on the host never reaches the plugin (its start is dropped, and no
+	// cancel is sent), so not every waiting run enters the handler; every
+	// kill run did, as it was killed only once it had started. A quick run
+	// after all the others is a barrier: the stream is ordered, so once its
+	// result is back the plugin has received every start sent before it.
+	res, err := h.Run(t.Context(), Request{FireID: "barrier", Params: json.RawMessage(`"quick"`)}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, StatusSuccess, res.Status)
+	require.GreaterOrEqual(t, entered.Load(), int64(n/3), "every kill run entered the handler")
+	// Every waiting handler that entered saw its ctx end on the plugin
+	// side: the kills reached it and the deadlines applied there.
+	require.Eventually(t, func() bool { return returned.Load() == entered.Load() }, 10*time.Second, 10*time.Millisecond)
+	require.LessOrEqual(t, entered.Load(), int64(2*n/3))
 }

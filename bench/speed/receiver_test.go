@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -42,4 +43,28 @@ func TestSampleLogNeverMovesWhatItHolds(t *testing.T) {
 		}
 	}
 	require.Equal(t, 3, seen)
+}
+
+// TestAllPastWaitsForTheScheduledSecond: a job counts as past the window's
+// end only once a fire scheduled at or after it arrived, not when any late
+// fire arrives after it; a request naming no fire counts by its arrival.
+func TestAllPastWaitsForTheScheduledSecond(t *testing.T) {
+	r := &receiver{last: map[int64]time.Time{}}
+	end := time.UnixMilli(1_796_000_000_000)
+	fire := func(at time.Time) string { return "7-" + strconv.FormatInt(at.UnixMilli(), 10) }
+
+	// Job 0's fire of 3 s before the end arrives 2 s after it: still in flight.
+	r.record("/j/0", fire(end.Add(-3*time.Second)), end.Add(2*time.Second), time.Time{})
+	r.record("/j/1", fire(end), end.Add(10*time.Millisecond), time.Time{})
+	require.False(t, r.allPast(2, end))
+	// An older fire arriving later does not move a job back.
+	r.record("/j/1", fire(end.Add(-time.Second)), end.Add(3*time.Second), time.Time{})
+	r.record("/j/0", fire(end), end.Add(3*time.Second), time.Time{})
+	require.True(t, r.allPast(2, end))
+
+	// No fire id: the arrival time decides.
+	r.record("/j/2", "", end.Add(-time.Millisecond), time.Time{})
+	require.False(t, r.allPast(3, end))
+	r.record("/j/2", "", end, time.Time{})
+	require.True(t, r.allPast(3, end))
 }

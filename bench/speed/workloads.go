@@ -72,8 +72,10 @@ type receiver struct {
 
 	mu       sync.Mutex
 	arrivals sampleLog // Job = the job's index until mapped to its id
-	last     map[int64]time.Time
-	bg       int
+	// last is, per job index, the latest scheduled second an arrival named
+	// (its arrival time when it named none): allPast waits on it.
+	last map[int64]time.Time
+	bg   int
 }
 
 // sampleBlock is how many arrivals one block of a sampleLog holds (1.3 MB).
@@ -175,13 +177,24 @@ func (r *receiver) record(path, fireID string, at, sock time.Time) {
 	if _, sched, err := parseFireID(fireID); err == nil {
 		a.Scheduled = sched
 	}
+	reached := a.Scheduled
+	if reached.IsZero() {
+		reached = at
+	}
 	r.mu.Lock()
 	r.arrivals.add(a)
-	r.last[i] = at
+	if reached.After(r.last[i]) {
+		r.last[i] = reached
+	}
 	r.mu.Unlock()
 }
 
-// allPast reports whether every index in [0, n) has an arrival at or after t.
+// allPast reports whether every index in [0, n) has an arrival of a fire
+// scheduled at or after t (of any fire at or after t, for requests that
+// name none). Not the arrival time: a row that fell seconds behind still
+// has the window's last seconds in flight when its first arrivals after
+// the window's end come in, and stopping the standalone then counted them
+// as missed.
 func (r *receiver) allPast(n int, t time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

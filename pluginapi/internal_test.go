@@ -435,7 +435,9 @@ func TestRunsStreamKillsAndTimeoutsAmongManyRuns(t *testing.T) {
 	require.Equal(t, StatusSuccess, res.Status)
 	require.GreaterOrEqual(t, entered.Load(), int64(n/3), "every kill run entered the handler")
 	// Every waiting handler that entered saw its ctx end on the plugin
-	// side: the kills reached it and the deadlines applied there.
+	// side: the kills reached it and the deadlines applied there. (A
+	// timeout run received before the barrier whose goroutine has not yet
+	// entered when this first holds is not covered; every kill run is.)
 	require.Eventually(t, func() bool { return returned.Load() == entered.Load() }, 10*time.Second, 10*time.Millisecond)
 	require.LessOrEqual(t, entered.Load(), int64(2*n/3))
 }

@@ -172,6 +172,15 @@ func TestDeliveryWaitsForStartsToGoQuiet(t *testing.T) {
 	require.Equal(t, 5*time.Millisecond, r.holdFor(t0.Add(5*time.Millisecond), held), "capped by maxDefer")
 	require.Zero(t, r.holdFor(t0.Add(10*time.Millisecond), held), "maxDefer reached")
 
+	// A fire handed over ahead notes its StartAt: deliveries wait until
+	// startQuiet after it, and an earlier start noted later keeps it.
+	ahead := &reporter{startQuiet: 20 * time.Millisecond, maxDefer: time.Second}
+	ahead.started(t0.Add(400 * time.Millisecond))
+	ahead.started(t0)
+	require.Equal(t, 420*time.Millisecond, ahead.holdFor(t0, time.Time{}), "held until startQuiet after the StartAt")
+	require.Equal(t, 10*time.Millisecond, ahead.holdFor(t0.Add(410*time.Millisecond), time.Time{}))
+	require.Zero(t, ahead.holdFor(t0.Add(420*time.Millisecond), time.Time{}))
+
 	off := &reporter{}
 	off.started(t0)
 	require.Zero(t, off.holdFor(t0, time.Time{}), "no quiet period configured")

@@ -80,11 +80,12 @@ type reporter struct {
 	// goroutine that flushes touches it.
 	preferred int
 
-	// lastStart is when (unix ns) a fire last started on this node. A
-	// delivery waits until no fire started for startQuiet, for at most
-	// maxDefer, so posting results (SQL on the server) and deleting run
-	// keys (an etcd txn) do not compete with a tick's batch of starts; the
-	// batch sent afterwards is larger.
+	// lastStart is when (unix ns) a fire last started on this node: when
+	// its handler was called, or its StartAt for a fire handed over ahead
+	// (the latest noted wins). A delivery waits until no fire started for
+	// startQuiet, for at most maxDefer, so posting results (SQL on the
+	// server) and deleting run keys (an etcd txn) do not compete with a
+	// tick's batch of starts; the batch sent afterwards is larger.
 	lastStart  atomic.Int64
 	startQuiet time.Duration
 	maxDefer   time.Duration
@@ -273,8 +274,18 @@ func (r *reporter) loop(ctx context.Context) {
 	}
 }
 
-// started notes that a fire started now (see lastStart).
-func (r *reporter) started(now time.Time) { r.lastStart.Store(now.UnixNano()) }
+// started notes that a fire's handler starts at at (now, or its StartAt
+// when it was handed over ahead); see lastStart. A later time already
+// noted is kept.
+func (r *reporter) started(at time.Time) {
+	n := at.UnixNano()
+	for {
+		old := r.lastStart.Load()
+		if old >= n || r.lastStart.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
 
 // holdFor returns how long a due delivery should still wait for the
 // node's starts to go quiet: 0 when no fire started within startQuiet, or

@@ -51,10 +51,10 @@ func (a *Agent) run(e *execution) {
 	defer e.out.Close()
 
 	started := time.Now().UTC()
-	a.reporter.started(started)
 	if d.StartAt.After(started) { // handed over ahead (releaseAt): the handler starts at StartAt
 		started = d.StartAt.UTC()
 	}
+	a.reporter.started(started)
 	a.cfg.Metrics.ObserveLateness(metrics.StageStarted, started.Sub(d.ScheduledAt))
 	a.cfg.Metrics.RunStarted(d.Job.Handler)
 	finalStatus := cluster.StatusFailed // unless the fire ends normally

@@ -39,6 +39,13 @@ const (
 	FireReplayed = "replayed"
 )
 
+// Misfire policies counted by Misfired (the job field misfire_policy).
+const (
+	PolicyFireOnceNow = "FIRE_ONCE_NOW"
+	PolicyCatchUp     = "CATCH_UP"
+	PolicyDoNothing   = "DO_NOTHING"
+)
+
 // Alert channels and outcomes counted by AlertSent.
 const (
 	ChannelEmail   = "email"
@@ -63,6 +70,7 @@ type Metrics struct {
 
 	lateness        *prometheus.HistogramVec
 	fires           *prometheus.CounterVec
+	misfires        *prometheus.CounterVec
 	dispatchBatch   prometheus.Histogram
 	dispatchSeconds prometheus.Histogram
 	runs            *prometheus.CounterVec
@@ -89,6 +97,10 @@ func New() *Metrics {
 			Namespace: namespace, Name: "fires_total",
 			Help: "Fires committed by the trigger leader, by outcome: dispatched, no_target (recorded failed), replayed (recorded by an earlier term).",
 		}, []string{"outcome"}),
+		misfires: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "misfires_total",
+			Help: "Jobs whose missed fires their misfire policy collapsed, caught up or skipped (the trigger leader stalled more than the misfire threshold, or no leader ran), by policy: FIRE_ONCE_NOW fired once at the latest of several missed times (the earlier ones are neither fired nor recorded), CATCH_UP fired several, DO_NOTHING recorded skipped runs.",
+		}, []string{"policy"}),
 		dispatchBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "dispatch_batch_size",
 			Help:    "Fires per dispatch batch (one fenced etcd transaction set per tick).",
@@ -133,7 +145,7 @@ func New() *Metrics {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.lateness, m.fires, m.dispatchBatch, m.dispatchSeconds, m.runs, m.inFlight,
+		m.lateness, m.fires, m.misfires, m.dispatchBatch, m.dispatchSeconds, m.runs, m.inFlight,
 		m.etcdSeconds, m.sqlSeconds, m.pluginStarts, m.pluginCrashes, m.alertSends,
 	)
 	// Known label values start at zero so the series exist before the first event.
@@ -142,6 +154,9 @@ func New() *Metrics {
 	}
 	for _, o := range []string{FireDispatched, FireNoTarget, FireReplayed} {
 		m.fires.WithLabelValues(o)
+	}
+	for _, p := range []string{PolicyFireOnceNow, PolicyCatchUp, PolicyDoNothing} {
+		m.misfires.WithLabelValues(p)
 	}
 	for _, c := range []string{ChannelEmail, ChannelWebhook} {
 		for _, o := range []string{OutcomeSent, OutcomeFailed} {
@@ -178,6 +193,15 @@ func (m *Metrics) Fired(outcome string, n int) {
 		return
 	}
 	m.fires.WithLabelValues(outcome).Add(float64(n))
+}
+
+// Misfired counts n jobs whose missed fire times misfire policy collapsed,
+// caught up or skipped.
+func (m *Metrics) Misfired(policy string, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.misfires.WithLabelValues(policy).Add(float64(n))
 }
 
 // ObserveDispatch records one dispatch batch of size fires taking d.

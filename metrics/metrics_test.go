@@ -15,6 +15,7 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	var m *Metrics
 	m.ObserveLateness(StageStarted, time.Second)
 	m.Fired(FireDispatched, 2)
+	m.Misfired(PolicyFireOnceNow, 1)
 	m.ObserveDispatch(3, time.Millisecond)
 	m.RunStarted("shell")
 	m.RunFinished("shell", "success")
@@ -36,6 +37,7 @@ func TestExpositionCarriesRecordedValues(t *testing.T) {
 	t.Parallel()
 	m := New()
 	m.Fired(FireNoTarget, 2)
+	m.Misfired(PolicyFireOnceNow, 3)
 	m.RunStarted("shell")
 	m.RunStarted("shell")
 	m.RunFinished("shell", "failed")
@@ -50,6 +52,8 @@ func TestExpositionCarriesRecordedValues(t *testing.T) {
 	for _, want := range []string{
 		`cronix_fires_total{outcome="no_target"} 2`,
 		`cronix_fires_total{outcome="dispatched"} 0`,
+		`cronix_misfires_total{policy="FIRE_ONCE_NOW"} 3`,
+		`cronix_misfires_total{policy="DO_NOTHING"} 0`,
 		`cronix_runs_in_flight{handler="shell"} 1`,
 		`cronix_runs_total{handler="shell",status="failed"} 1`,
 		`cronix_schedule_lateness_seconds_bucket{stage="dispatched",le="0.001"} 1`,

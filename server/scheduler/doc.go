@@ -142,6 +142,12 @@
 //     time within MisfireThreshold of now still fires. The next fire is the
 //     next scheduled time.
 //
+// A tick that applied a policy to more than the one missed time of some
+// jobs (collapsed, caught up or skipped times) counts them in
+// cronix_misfires_total by policy and logs one warning with the oldest
+// missed time: FIRE_ONCE_NOW leaves no run for the times it collapses, so
+// the metric and the log are where an overloaded or stalled leader shows.
+//
 // A job without a cursor fires first after now. A job that is enabled
 // again, or whose schedule changes, fires first after now.
 //

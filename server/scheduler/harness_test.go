@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net"
+	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +22,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/metrics"
 	"github.com/cronix/cronix/server/dispatch"
 	"github.com/cronix/cronix/server/raftha"
 	"github.com/cronix/cronix/server/store"
@@ -197,6 +201,7 @@ func (c *countingCursors) ApplyTick(ctx context.Context, cur map[int64]int64, ro
 
 type harness struct {
 	t       *testing.T
+	metrics *metrics.Metrics
 	cli     *clientv3.Client
 	keys    cluster.Keys
 	store   *memStore
@@ -227,7 +232,7 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	cli, keys := testEtcd(t)
-	h := &harness{t: t, cli: cli, keys: keys, store: newMemStore(), clock: newFakeClock(t0), beat: -1}
+	h := &harness{t: t, cli: cli, keys: keys, store: newMemStore(), clock: newFakeClock(t0), beat: -1, metrics: metrics.New()}
 	h.jobs, h.runs = h.store, h.store
 	node, err := raftha.Open(raftha.Config{
 		ID: "s1", Dir: t.TempDir(), BindAddr: "127.0.0.1:0", Bootstrap: true,
@@ -251,8 +256,27 @@ func (h *harness) newScheduler() *Scheduler {
 		Jobs:      h.jobs, Runs: h.runs, Cursors: h.cursors, Dispatcher: h.disp,
 		Etcd: h.cli, Keys: h.keys, Clock: h.clock, Location: time.UTC, RelistInterval: h.relist,
 		BeatInterval: h.beat, BeatTimeout: time.Second, DispatchAhead: h.ahead, DispatchAheadMin: h.aheadMin,
-		Logger: slog.New(slog.NewTextHandler(testWriter{h.t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Metrics: h.metrics,
+		Logger:  slog.New(slog.NewTextHandler(testWriter{h.t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
+}
+
+// misfires is the scheduler's cronix_misfires_total for policy, as
+// scraped.
+func (h *harness) misfires(policy string) string {
+	h.t.Helper()
+	rec := httptest.NewRecorder()
+	h.metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	b, err := io.ReadAll(rec.Body)
+	require.NoError(h.t, err)
+	prefix := `cronix_misfires_total{policy="` + policy + `"} `
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, prefix); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	h.t.Fatalf("no %s in the scrape", prefix)
+	return ""
 }
 
 type testWriter struct{ t *testing.T }

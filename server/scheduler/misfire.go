@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/metrics"
 	"github.com/cronix/cronix/server/schedule"
 	"github.com/cronix/cronix/server/store"
 )
@@ -70,25 +71,27 @@ func missedTimes(s schedule.Schedule, first, now time.Time, limit int) (times []
 //     recorded as a skipped run; only a latest time within
 //     MisfireThreshold of now still fires.
 //
-// Every time is after the job's cursor (first is after it).
-func (l *loop) misfire(e *entry, first, now time.Time) []*fire {
+// Every time is after the job's cursor (first is after it). changed
+// reports whether the policy did anything but fire first once: it
+// collapsed, caught up or skipped missed times (misfireTally).
+func (l *loop) misfire(e *entry, first, now time.Time) (fs []*fire, changed bool) {
 	j := &e.job
 	switch j.MisfirePolicy {
 	case cluster.MisfireCatchUp, cluster.MisfireDoNothing:
 	default:
-		return l.newFires(j, lastDue(e.sched, first, now), "", "", now)
+		last := lastDue(e.sched, first, now)
+		return l.newFires(j, last, "", "", now), !last.Equal(first)
 	}
 	times, truncated := missedTimes(e.sched, first, now, maxCatchUp(j))
 	if truncated {
 		l.log.Warn("more missed fires than the catch-up bound; keeping the latest",
 			"job_id", j.ID, "policy", j.MisfirePolicy, "bound", maxCatchUp(j), "first_missed", first)
 	}
-	var fs []*fire
 	if j.MisfirePolicy == cluster.MisfireCatchUp {
 		for _, t := range times {
 			fs = append(fs, l.newFires(j, t, "", "", now)...)
 		}
-		return fs
+		return fs, len(times) > 1 || truncated
 	}
 	last := times[len(times)-1]
 	onTime := !last.Before(now.Add(-l.cfg.MisfireThreshold))
@@ -98,8 +101,9 @@ func (l *loop) misfire(e *entry, first, now time.Time) []*fire {
 			continue
 		}
 		fs = append(fs, l.skippedFire(j, t, now))
+		changed = true
 	}
-	return fs
+	return fs, changed
 }
 
 // skippedFire records a missed fire of DO_NOTHING: a skipped run, not
@@ -115,4 +119,45 @@ func (l *loop) skippedFire(j *jobSpec, at, now time.Time) *fire {
 		FinishedAt:  &now,
 		Message:     "misfire: missed while no leader ran (misfire policy DO_NOTHING)",
 	}}
+}
+
+// misfireTally counts one tick's jobs whose missed fires their misfire
+// policy changed (misfire), so the tick reports them once (a metric per
+// policy and one log line) however many jobs a stall made late:
+// FIRE_ONCE_NOW in particular leaves no run for the times it collapses,
+// and without this a second the leader reached too late would vanish
+// without a trace.
+type misfireTally struct {
+	onceNow, catchUp, doNothing int
+	oldest                      time.Time // the earliest first missed time
+	jobID                       int64     // a job with that time
+}
+
+func (t *misfireTally) add(policy string, jobID int64, first time.Time) {
+	switch policy {
+	case cluster.MisfireCatchUp:
+		t.catchUp++
+	case cluster.MisfireDoNothing:
+		t.doNothing++
+	default:
+		t.onceNow++
+	}
+	if t.oldest.IsZero() || first.Before(t.oldest) {
+		t.oldest, t.jobID = first, jobID
+	}
+}
+
+// report counts the tally in the metrics and logs it (nothing when empty).
+func (t *misfireTally) report(l *loop, now time.Time) {
+	if t.oldest.IsZero() {
+		return
+	}
+	l.cfg.Metrics.Misfired(metrics.PolicyFireOnceNow, t.onceNow)
+	l.cfg.Metrics.Misfired(metrics.PolicyCatchUp, t.catchUp)
+	l.cfg.Metrics.Misfired(metrics.PolicyDoNothing, t.doNothing)
+	l.log.Warn("missed fires went to their jobs' misfire policy (FIRE_ONCE_NOW: fired once at the latest "+
+		"missed time, the earlier ones neither fired nor recorded; CATCH_UP: fired each; DO_NOTHING: recorded skipped)",
+		"fire_once_now_jobs", t.onceNow, "catch_up_jobs", t.catchUp, "do_nothing_jobs", t.doNothing,
+		"oldest_missed", t.oldest.UTC(), "late_by", now.Sub(t.oldest).Round(time.Millisecond),
+		"job_id", t.jobID, "threshold", l.cfg.MisfireThreshold)
 }

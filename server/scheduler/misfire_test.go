@@ -46,6 +46,8 @@ func TestMisfireCatchUp(t *testing.T) {
 	}
 	require.Contains(t, runs, cluster.FireID(3, t0.Add(10*time.Second)))
 	require.Len(t, runs, 10+3+1)
+	require.Equal(t, "2", h.misfires("CATCH_UP"))
+	require.Equal(t, "1", h.misfires("FIRE_ONCE_NOW"))
 	for _, id := range []int64{1, 2, 3} {
 		c, _ := h.raft.Cursor(id)
 		require.Equal(t, t0.Add(10*time.Second).UnixMilli(), c)
@@ -109,6 +111,8 @@ func TestMisfireDoNothing(t *testing.T) {
 		}
 	}
 	require.Equal(t, DefaultMisfireMaxCatchUp, n)
+	require.Equal(t, "2", h.misfires("DO_NOTHING"))
+	require.Equal(t, "0", h.misfires("FIRE_ONCE_NOW"))
 	// The hourly job fires next at 11:00.
 	require.True(t, h.clock.armedAt(t0.Add(30*time.Minute+time.Second)))
 	h.clock.Advance(30 * time.Minute)

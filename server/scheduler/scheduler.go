@@ -345,12 +345,16 @@ func (l *loop) tick(ctx context.Context, now time.Time) error {
 	}
 	horizon := now.Add(l.ahead())
 	collected := 0
+	var missed misfireTally
 	for e := l.heap.peek(); e != nil && !e.next.After(horizon); e = l.heap.peek() {
 		l.heap.pop()
 		e.inFlight = true
 		var fs []*fire
 		if e.delay == 0 && !e.next.After(now) && (e.misfired || e.next.Before(now.Add(-l.cfg.MisfireThreshold))) {
-			fs = l.misfire(e, e.next, now)
+			var changed bool
+			if fs, changed = l.misfire(e, e.next, now); changed {
+				missed.add(e.job.MisfirePolicy, e.job.ID, e.next)
+			}
 		} else {
 			fs = l.newFires(&e.job, e.next, "", "", now)
 		}
@@ -361,6 +365,7 @@ func (l *loop) tick(ctx context.Context, now time.Time) error {
 		l.pending = append(l.pending, fs...)
 		collected += len(fs)
 	}
+	missed.report(l, now)
 	if collected > 0 {
 		l.lastBatch = collected
 	}

@@ -140,6 +140,7 @@ func TestMissedIntervalFiresOnce(t *testing.T) {
 	require.Len(t, runs, 2)
 	require.Contains(t, runs, cluster.FireID(1, t0.Add(10*time.Second)), "latest missed time of job 1")
 	require.Contains(t, runs, cluster.FireID(2, t0), "the missed 10:00 of job 2")
+	require.Equal(t, "1", h.misfires("FIRE_ONCE_NOW"), "job 1's collapsed times; job 2 missed one time only")
 	c, _ := h.raft.Cursor(1)
 	require.Equal(t, t0.Add(10*time.Second).UnixMilli(), c)
 
@@ -167,6 +168,7 @@ func TestStalledLoopCollapsesMisfires(t *testing.T) {
 	require.Equal(t, 2, calls)
 	require.Len(t, runs, 2)
 	require.Contains(t, runs, cluster.FireID(1, t0.Add(21*time.Second)))
+	require.Equal(t, "1", h.misfires("FIRE_ONCE_NOW"), "the collapsed times are counted")
 }
 
 func TestSignalUpdatesJobs(t *testing.T) {

@@ -124,6 +124,37 @@ func TestDispatchesPresentBeforeStartAreRun(t *testing.T) {
 	}
 }
 
+// TestDefaultSlotsTakeASecondOf5000Fires: with the default MaxConcurrent,
+// 5,000 fires of one second (the http bench's top rate) all run at once,
+// none waiting for another to end. With 4,096 slots the last ~900 of each
+// second were handed to the plugin only once the first ones ended, 100-170
+// ms after their time.
+func TestDefaultSlotsTakeASecondOf5000Fires(t *testing.T) {
+	t.Parallel()
+	const n = 5000
+	b := setup(t, nil)
+	at := time.Now().Truncate(time.Second)
+	ops := make([]clientv3.Op, 0, 128)
+	flush := func() {
+		_, err := b.etcd.Txn(t.Context()).Then(ops...).Commit()
+		require.NoError(t, err)
+		ops = ops[:0]
+	}
+	for i := range n {
+		id := cluster.FireID(int64(i+1), at)
+		key := b.cfg.Keys.Run(b.cfg.UUID, id)
+		ops = append(ops, clientv3.OpPut(key, seal(t, key, dispatchValue(t, id, "block", "", 0))))
+		if len(ops) == cap(ops) {
+			flush()
+		}
+	}
+	flush()
+	t.Cleanup(func() { close(b.runner.release) }) // before the agent's Stop (cleanups run last first)
+	b.start(t)
+	require.Eventually(t, func() bool { return b.runner.started() == n }, 3*waitFor, tick,
+		"every fire of the second is running at once")
+}
+
 func TestOutputOverCapIsTruncatedAndFlagged(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *Config) { c.OutputCap = 1000 })

@@ -66,6 +66,13 @@ func (r *testRunner) Handlers() []cluster.PluginInfo {
 	return []cluster.PluginInfo{{Name: "echo", Version: "1.0.0"}, {Name: "sleep", Version: "0.1.0"}}
 }
 
+// started is how many fires the runner was called for.
+func (r *testRunner) started() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.calls)
+}
+
 func (r *testRunner) Calls(fireID string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

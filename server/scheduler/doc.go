@@ -142,8 +142,8 @@
 //     time within MisfireThreshold of now still fires. The next fire is the
 //     next scheduled time.
 //
-// A tick that applied a policy to more than the one missed time of some
-// jobs (collapsed, caught up or skipped times) counts them in
+// A tick whose policies did more for some jobs than fire their one missed
+// time (collapsed, caught up or skipped times) counts those jobs in
 // cronix_misfires_total by policy and logs one warning with the oldest
 // missed time: FIRE_ONCE_NOW leaves no run for the times it collapses, so
 // the metric and the log are where an overloaded or stalled leader shows.

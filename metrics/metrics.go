@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
+
+	"github.com/cronix/cronix/cluster"
 )
 
 // Lateness stages: from the scheduled time to the fire's dispatch (leader)
@@ -37,13 +39,6 @@ const (
 	FireNoTarget = "no_target"
 	// FireReplayed is a fire already recorded by an earlier term.
 	FireReplayed = "replayed"
-)
-
-// Misfire policies counted by Misfired (the job field misfire_policy).
-const (
-	PolicyFireOnceNow = "FIRE_ONCE_NOW"
-	PolicyCatchUp     = "CATCH_UP"
-	PolicyDoNothing   = "DO_NOTHING"
 )
 
 // Alert channels and outcomes counted by AlertSent.
@@ -155,7 +150,7 @@ func New() *Metrics {
 	for _, o := range []string{FireDispatched, FireNoTarget, FireReplayed} {
 		m.fires.WithLabelValues(o)
 	}
-	for _, p := range []string{PolicyFireOnceNow, PolicyCatchUp, PolicyDoNothing} {
+	for _, p := range []string{cluster.MisfireFireOnceNow, cluster.MisfireCatchUp, cluster.MisfireDoNothing} {
 		m.misfires.WithLabelValues(p)
 	}
 	for _, c := range []string{ChannelEmail, ChannelWebhook} {
@@ -195,8 +190,8 @@ func (m *Metrics) Fired(outcome string, n int) {
 	m.fires.WithLabelValues(outcome).Add(float64(n))
 }
 
-// Misfired counts n jobs whose missed fire times misfire policy collapsed,
-// caught up or skipped.
+// Misfired counts n jobs whose missed fire times misfire policy (one of
+// cluster's Misfire* names) collapsed, caught up or skipped.
 func (m *Metrics) Misfired(policy string, n int) {
 	if m == nil || n <= 0 {
 		return

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/cronix/cronix/cluster"
 )
 
 func TestNilMetricsRecordNothing(t *testing.T) {
@@ -15,7 +17,7 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	var m *Metrics
 	m.ObserveLateness(StageStarted, time.Second)
 	m.Fired(FireDispatched, 2)
-	m.Misfired(PolicyFireOnceNow, 1)
+	m.Misfired(cluster.MisfireFireOnceNow, 1)
 	m.ObserveDispatch(3, time.Millisecond)
 	m.RunStarted("shell")
 	m.RunFinished("shell", "success")
@@ -37,7 +39,7 @@ func TestExpositionCarriesRecordedValues(t *testing.T) {
 	t.Parallel()
 	m := New()
 	m.Fired(FireNoTarget, 2)
-	m.Misfired(PolicyFireOnceNow, 3)
+	m.Misfired(cluster.MisfireFireOnceNow, 3)
 	m.RunStarted("shell")
 	m.RunStarted("shell")
 	m.RunFinished("shell", "failed")

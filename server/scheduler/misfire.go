@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/cronix/cronix/cluster"
-	"github.com/cronix/cronix/metrics"
 	"github.com/cronix/cronix/server/schedule"
 	"github.com/cronix/cronix/server/store"
 )
@@ -152,9 +151,9 @@ func (t *misfireTally) report(l *loop, now time.Time) {
 	if t.oldest.IsZero() {
 		return
 	}
-	l.cfg.Metrics.Misfired(metrics.PolicyFireOnceNow, t.onceNow)
-	l.cfg.Metrics.Misfired(metrics.PolicyCatchUp, t.catchUp)
-	l.cfg.Metrics.Misfired(metrics.PolicyDoNothing, t.doNothing)
+	l.cfg.Metrics.Misfired(cluster.MisfireFireOnceNow, t.onceNow)
+	l.cfg.Metrics.Misfired(cluster.MisfireCatchUp, t.catchUp)
+	l.cfg.Metrics.Misfired(cluster.MisfireDoNothing, t.doNothing)
 	l.log.Warn("missed fires went to their jobs' misfire policy (FIRE_ONCE_NOW: fired once at the latest "+
 		"missed time, the earlier ones neither fired nor recorded; CATCH_UP: fired each; DO_NOTHING: recorded skipped)",
 		"fire_once_now_jobs", t.onceNow, "catch_up_jobs", t.catchUp, "do_nothing_jobs", t.doNothing,

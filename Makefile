@@ -53,9 +53,9 @@ test: ## vet, the web admin's component tests, every Go test with the race detec
 	$(GO) vet ./...
 	$(MAKE) test-ui
 	$(GO) test -race -count=1 -timeout 20m ./...
-	$(GO) test -run '^$$' -fuzz=FuzzParse -fuzztime=$(FUZZ_TIME) ./server/schedule/
-	$(GO) test -run '^$$' -fuzz=FuzzOpenRecord -fuzztime=$(FUZZ_TIME) ./cluster/
-	$(GO) test -run '^$$' -fuzz=FuzzJSONBodies -fuzztime=$(FUZZ_TIME) ./server/api/
+	GO=$(GO) bash scripts/fuzz.sh FuzzParse ./server/schedule/ $(FUZZ_TIME)
+	GO=$(GO) bash scripts/fuzz.sh FuzzOpenRecord ./cluster/ $(FUZZ_TIME)
+	GO=$(GO) bash scripts/fuzz.sh FuzzJSONBodies ./server/api/ $(FUZZ_TIME)
 
 ui: ## rebuild the web admin (ui/web, needs Node 20+) into ui/dist, which the binary embeds; commit the result
 	cd ui/web && npm ci --no-audit --no-fund && npm run build

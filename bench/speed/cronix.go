@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -54,7 +55,7 @@ func startStandalone(cfg config, dataDir string, a addrs, extra ...string) (*sta
 	}
 	args = append(args, extra...)
 	s := &standalone{dataDir: dataDir, started: time.Now()}
-	p, err := harness.Start(cfg.binary, []string{"CRONIX_ADMIN_PASSWORD=" + adminPassword, "CRONIX_LOG_LEVEL=warn"}, args...)
+	p, err := harness.Start(cfg.binary, []string{"CRONIX_ADMIN_PASSWORD=" + adminPassword, "CRONIX_LOG_LEVEL=" + cfg.logLevel}, args...)
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", cfg.binary, err)
 	}
@@ -138,6 +139,7 @@ func metricValue(text, name string) (int64, error) {
 
 // stop interrupts the standalone (SIGINT) and waits for it.
 func (s *standalone) stop() error {
+	defer s.saveLog()
 	select {
 	case <-s.p.Done():
 		return nil
@@ -147,6 +149,13 @@ func (s *standalone) stop() error {
 		return fmt.Errorf("stopping standalone: %w", err)
 	}
 	return nil
+}
+
+// saveLog writes what the standalone printed (at --log-level, warn by
+// default) beside its data dir, as standalone.log, for a row kept with
+// --keep: a slow second is explained there, if anywhere.
+func (s *standalone) saveLog() {
+	_ = os.WriteFile(filepath.Join(filepath.Dir(s.dataDir), "standalone.log"), []byte(s.p.Output()), 0o600)
 }
 
 // createJobs creates n jobs through the API with a few parallel clients;

@@ -39,6 +39,7 @@ import (
 
 type config struct {
 	binary, out, label, pprofAddr  string
+	logLevel                       string
 	receiver                       string
 	gcLimitMiB                     int
 	samplesDir                     string
@@ -117,6 +118,7 @@ func main() {
 		"row's window, so that its own collections do not stall the receiver during a window (0: Go's default collector)")
 	flag.StringVar(&cfg.receiver, "receiver", receiverLean, "http receiver: lean (epoll, arrival = request read) or net/http (arrival = handler start, the receiver until stop 39)")
 	flag.StringVar(&cfg.pprofAddr, "pprof-addr", "", "start the standalone with --pprof-addr (for profiling during a run)")
+	flag.StringVar(&cfg.logLevel, "log-level", "warn", "the standalone's CRONIX_LOG_LEVEL; with --keep its output is kept as standalone.log beside its data dir")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary data dirs")
 	flag.StringVar(&cfg.samplesDir, "samples-dir", "", "write each http row's samples (scheduled second, job, lateness at the handler and at the socket in µs) to DIR/<row>.txt")
 	flag.Int64Var(&cfg.seed, "seed", time.Now().UnixNano(), "seed of the scale schedules")

@@ -162,6 +162,9 @@ func writeSamples(path string, samples []sample) error {
 		}
 		fmt.Fprintf(&b, "%d %d %d %d\n", s.Scheduled.Unix(), s.Job, s.Lateness().Microseconds(), sock)
 	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("samples: %w", err)
+	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("samples: %w", err)
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -131,6 +132,13 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		status, resp.Error = http.StatusNotFound, publicMessage(err, "not found")
 	case errors.Is(err, store.ErrConflict):
 		status, resp.Error = http.StatusConflict, publicMessage(err, "conflict")
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client went away (or this server is stopping and closed its
+		// connection): nothing failed that an operator can act on, and the
+		// answer reaches nobody. A node re-sends results it got no 200 for.
+		status, resp.Error = http.StatusServiceUnavailable, "request cancelled"
+		s.log.DebugContext(r.Context(), "api request cancelled by its client",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path))
 	default:
 		resp.Error = "internal error"
 		s.log.ErrorContext(r.Context(), "api request failed",

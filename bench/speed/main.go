@@ -193,11 +193,7 @@ func runAll(ctx context.Context, cfg config) error {
 						return fmt.Errorf("http floor %d/s: %w", rate, err)
 					}
 					rows = append(rows, fl)
-					x := fmt.Sprintf("http %d/s ÷ http floor: p50 %s, p99 %s", rate, ratio(r.P50, fl.P50), ratio(r.P99, fl.P99))
-					if r.Socket != nil && fl.Socket != nil {
-						x += fmt.Sprintf("; at the socket p50 %s, p99 %s", ratio(r.Socket.P50, fl.Socket.P50), ratio(r.Socket.P99, fl.Socket.P99))
-					}
-					ratios = append(ratios, x+" (the floor is this machine's own lateness for that many simultaneous requests)")
+					ratios = append(ratios, httpFloorRatio(fmt.Sprintf("http %d/s", rate), r, fl))
 				}
 			}
 			if len(cfg.httpRates) > 1 {
@@ -222,6 +218,16 @@ func runAll(ctx context.Context, cfg config) error {
 					return fmt.Errorf("spread %d/s: %w", rate, err)
 				}
 				rows = append(rows, r)
+				if cfg.floorSeconds > 0 {
+					// The same number of simultaneous requests from one client
+					// process: what this machine allows line 6's bound.
+					fl, err := httpFloor(ctx, cfg, rate, min(cfg.seconds, cfg.floorSeconds))
+					if err != nil {
+						return fmt.Errorf("http floor %d/s: %w", rate, err)
+					}
+					rows = append(rows, fl)
+					ratios = append(ratios, httpFloorRatio(fmt.Sprintf("spread %d/s", rate), r, fl))
+				}
 			}
 		case "scale":
 			r, err := scaleWorkload(ctx, cfg)
@@ -242,6 +248,16 @@ func runAll(ctx context.Context, cfg config) error {
 		return fmt.Errorf("writing %s: %w", cfg.out, err)
 	}
 	return nil
+}
+
+// httpFloorRatio compares row r (named name) with the http floor fl of the
+// same rate, in the handler and at the socket.
+func httpFloorRatio(name string, r, fl row) string {
+	x := fmt.Sprintf("%s ÷ http floor: p50 %s, p99 %s", name, ratio(r.P50, fl.P50), ratio(r.P99, fl.P99))
+	if r.Socket != nil && fl.Socket != nil {
+		x += fmt.Sprintf("; at the socket p50 %s, p99 %s", ratio(r.Socket.P50, fl.Socket.P50), ratio(r.Socket.P99, fl.Socket.P99))
+	}
+	return x + " (the floor is this machine's own lateness for that many simultaneous requests)"
 }
 
 // http2Bound is acceptance line 2's lateness bound: the highest http rate

@@ -381,7 +381,9 @@ func renderSpeed(cfg config, rows []row, ratios []string) string {
 		"summed VmRSS (shared pages counted per process) / of the standalone alone, sampled every second.\n\n")
 	b.WriteString("A **spread** row adds `cronix node` processes to the standalone's own node in group `default` " +
 		"(joining its embedded etcd as the README shows), the jobs routed by the named strategy; its CPU and tree RSS include " +
-		"those processes, and its notes give each node's share of the window's runs.\n\n")
+		"those processes, and its notes give each node's share of the window's runs. Like an http row it is followed by the http " +
+		"floor at its rate (one client process sending that many requests at each second, no scheduler): what this machine " +
+		"allows that many simultaneous requests, against which line 6's bound can be read.\n\n")
 	b.WriteString("| workload | rate | window | lateness p50 / p99 / max | at the socket p50 / p99 / max | missed | duplicated | CPU (of " + strconv.Itoa(100*runtime.NumCPU()) + "%) | peak RSS tree / standalone |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {

@@ -243,6 +243,8 @@ type standaloneConfig struct {
 	OutputCap int `flag:"output-cap" env:"CRONIX_OUTPUT_CAP" yaml:"output_cap" help:"bytes of output kept per run (more is truncated and flagged)"`
 	// ResultMemory bounds the built-in node's undelivered results in memory.
 	ResultMemory int `flag:"result-memory" env:"CRONIX_RESULT_MEMORY" yaml:"result_memory" help:"bytes of undelivered results the node holds in memory while no server takes them (more wait in its spool file only, read back in order)"`
+	// MaxConcurrent bounds the built-in node's fires running at once.
+	MaxConcurrent int `flag:"max-concurrent" env:"CRONIX_MAX_CONCURRENT" yaml:"max_concurrent" help:"fires the node runs at once; more wait for a slot (a fire dispatched ahead of its time takes its slot when handed to its plugin, so keep it above the fires due in one second)"`
 	// MetricsAddr serves /metrics without authentication when set.
 	MetricsAddr string `flag:"metrics-addr" env:"CRONIX_METRICS_ADDR" yaml:"metrics_addr" help:"address of a separate listener serving /metrics, /healthz and /readyz without authentication (empty: none; /metrics on the API port needs a token)"`
 }
@@ -372,6 +374,7 @@ type nodeConfig struct {
 	AdvertiseIP       string        `flag:"advertise-ip" env:"CRONIX_NODE_ADVERTISE_IP" yaml:"advertise_ip" help:"IP registered for this node (default: the listen address's IP)"`
 	OutputCap         int           `flag:"output-cap" env:"CRONIX_OUTPUT_CAP" yaml:"output_cap" help:"bytes of output kept per run (more is truncated and flagged)"`
 	ResultMemory      int           `flag:"result-memory" env:"CRONIX_RESULT_MEMORY" yaml:"result_memory" help:"bytes of undelivered results the node holds in memory while no server takes them (more wait in its spool file only, read back in order)"`
+	MaxConcurrent     int           `flag:"max-concurrent" env:"CRONIX_MAX_CONCURRENT" yaml:"max_concurrent" help:"fires the node runs at once; more wait for a slot (a fire dispatched ahead of its time takes its slot when handed to its plugin, so keep it above the fires due in one second)"`
 	LeaseTTL          time.Duration `flag:"lease-ttl" env:"CRONIX_NODE_LEASE_TTL" yaml:"lease_ttl" help:"TTL of the node's etcd registration lease"`
 	MetricsAddr       string        `flag:"metrics-addr" env:"CRONIX_METRICS_ADDR" yaml:"metrics_addr" help:"address of a separate listener serving /metrics, /healthz and /readyz without authentication (empty: none; /metrics on --listen-addr needs the node token)"`
 }
@@ -379,7 +382,7 @@ type nodeConfig struct {
 func defaultStandalone() standaloneConfig {
 	return standaloneConfig{commonConfig: defaultCommon(), sessionConfig: defaultSession(), placementConfig: defaultPlacement(), DataDir: "./data", HTTPAddr: "127.0.0.1:8080",
 		EtcdClientAddr: "127.0.0.1:2379", EtcdPeerAddr: "127.0.0.1:2380", RaftAddr: "127.0.0.1:7946",
-		NodeGroup: "default", OutputCap: 1 << 20, ResultMemory: agent.DefaultResultMemory}
+		NodeGroup: "default", OutputCap: 1 << 20, ResultMemory: agent.DefaultResultMemory, MaxConcurrent: agent.DefaultMaxConcurrent}
 }
 
 func defaultServer() serverConfig {
@@ -390,7 +393,7 @@ func defaultServer() serverConfig {
 func defaultNode() nodeConfig {
 	return nodeConfig{commonConfig: defaultCommon(), etcdClientConfig: defaultEtcdClient(), DataDir: "./node-data",
 		Group: "default", ListenAddr: "127.0.0.1:0", OutputCap: 1 << 20, ResultMemory: agent.DefaultResultMemory,
-		LeaseTTL: 10 * time.Second}
+		MaxConcurrent: agent.DefaultMaxConcurrent, LeaseTTL: 10 * time.Second}
 }
 
 const (
@@ -449,7 +452,7 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 	if err := cfg.checkDispatch(); err != nil {
 		return err
 	}
-	if err := checkNodeSizes(cfg.OutputCap, cfg.ResultMemory); err != nil {
+	if err := checkNodeSizes(cfg.OutputCap, cfg.ResultMemory, cfg.MaxConcurrent); err != nil {
 		return err
 	}
 	loc, err := loadLocation(cfg.Timezone)
@@ -521,7 +524,7 @@ func runStandalone(ctx context.Context, args []string, getenv func(string) strin
 	nd, err := node.New(node.Config{
 		DataDir: filepath.Join(dataDir, "node"), Group: cfg.NodeGroup, Keys: keys, NodeToken: token,
 		ServerURLs: []string{srv.URL()}, ListenAddr: "127.0.0.1:0", OutputCap: cfg.OutputCap, ResultMemory: cfg.ResultMemory,
-		Plugins: builtinPlugins(exe, cfg.pluginConfig), PluginDir: cfg.PluginDir, PluginChecksums: cfg.PluginChecksums,
+		MaxConcurrent: cfg.MaxConcurrent, Plugins: builtinPlugins(exe, cfg.pluginConfig), PluginDir: cfg.PluginDir, PluginChecksums: cfg.PluginChecksums,
 		Version: buildinfo.String(), Logger: log, Metrics: met,
 	}, cli)
 	if err != nil {
@@ -669,14 +672,17 @@ func runEtcd(ctx context.Context, args []string, getenv func(string) string, std
 	return nil
 }
 
-// checkNodeSizes rejects a node's byte limits that are not positive (0
-// would otherwise mean the agent's default, unlike what --help shows).
-func checkNodeSizes(outputCap, resultMemory int) error {
+// checkNodeSizes rejects a node's limits that are not positive (0 would
+// otherwise mean the agent's default, unlike what --help shows).
+func checkNodeSizes(outputCap, resultMemory, maxConcurrent int) error {
 	if outputCap <= 0 {
 		return fmt.Errorf("--output-cap %d: must be a positive number of bytes", outputCap)
 	}
 	if resultMemory <= 0 {
 		return fmt.Errorf("--result-memory %d: must be a positive number of bytes", resultMemory)
+	}
+	if maxConcurrent <= 0 {
+		return fmt.Errorf("--max-concurrent %d: must be a positive number of fires", maxConcurrent)
 	}
 	return nil
 }
@@ -693,7 +699,7 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 	if err := cfg.checkTLS(); err != nil {
 		return err
 	}
-	if err := checkNodeSizes(cfg.OutputCap, cfg.ResultMemory); err != nil {
+	if err := checkNodeSizes(cfg.OutputCap, cfg.ResultMemory, cfg.MaxConcurrent); err != nil {
 		return err
 	}
 	serverClient, err := tlsfiles.HTTPClient(cfg.TLSCA, 30*time.Second)
@@ -719,7 +725,7 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 		DataDir: cfg.DataDir, Group: cfg.Group, Keys: cluster.NewKeys(cfg.EtcdRoot), NodeToken: cfg.NodeToken,
 		PreviousNodeToken: strings.TrimSpace(cfg.PreviousNodeToken), ServerURLs: cfg.ServerURLs, ListenAddr: cfg.ListenAddr, AdvertiseIP: cfg.AdvertiseIP,
 		TLSCertFile: cfg.TLSCert, TLSKeyFile: cfg.TLSKey, HTTPClient: serverClient,
-		OutputCap: cfg.OutputCap, ResultMemory: cfg.ResultMemory, LeaseTTL: cfg.LeaseTTL, Plugins: builtinPlugins(exe, cfg.pluginConfig),
+		OutputCap: cfg.OutputCap, ResultMemory: cfg.ResultMemory, MaxConcurrent: cfg.MaxConcurrent, LeaseTTL: cfg.LeaseTTL, Plugins: builtinPlugins(exe, cfg.pluginConfig),
 		PluginDir: cfg.PluginDir, PluginChecksums: cfg.PluginChecksums, Version: buildinfo.String(), Logger: log,
 		Metrics: met, MetricsAddr: cfg.MetricsAddr,
 	}, cli)

@@ -99,22 +99,24 @@ func TestDispatchAheadIsChecked(t *testing.T) {
 	}
 }
 
-// TestNodeSizesAreChecked: a byte limit of the node that is not positive is
+// TestNodeSizesAreChecked: a limit of the node (bytes, run slots) that is not positive is
 // refused by name before anything starts, in both commands that run a node
 // (0 would silently mean the agent's default, not what --help shows).
 func TestNodeSizesAreChecked(t *testing.T) {
 	t.Parallel()
 	env := func(string) string { return "" }
-	for _, c := range []struct{ flag, v string }{
-		{"--result-memory", "0"}, {"--result-memory", "-1"}, {"--output-cap", "0"},
+	for _, c := range []struct{ flag, v, unit string }{
+		{"--result-memory", "0", "bytes"}, {"--result-memory", "-1", "bytes"}, {"--output-cap", "0", "bytes"},
+		{"--max-concurrent", "0", "fires"}, {"--max-concurrent", "-3", "fires"},
 	} {
 		dir := t.TempDir()
+		want := c.flag + " " + c.v + ": must be a positive number of " + c.unit
 		err := runStandalone(context.Background(), []string{"--data-dir", dir, c.flag, c.v}, env, io.Discard, io.Discard)
-		require.ErrorContains(t, err, c.flag+" "+c.v+": must be a positive number of bytes")
+		require.ErrorContains(t, err, want)
 		entries, rerr := os.ReadDir(dir)
 		require.NoError(t, rerr)
 		require.Empty(t, entries, "nothing written for a refused flag")
 		err = runNode(context.Background(), []string{"--data-dir", dir, "--node-token", "x", c.flag, c.v}, env, io.Discard, io.Discard)
-		require.ErrorContains(t, err, c.flag+" "+c.v+": must be a positive number of bytes")
+		require.ErrorContains(t, err, want)
 	}
 }

@@ -62,6 +62,9 @@ type Config struct {
 	// ResultMemory bounds the undelivered results held in memory (see
 	// agent.Config.ResultMemory); 0 = agent.DefaultResultMemory.
 	ResultMemory int
+	// MaxConcurrent bounds the fires running at once on this node (see
+	// agent.Config.MaxConcurrent); 0 = agent.DefaultMaxConcurrent.
+	MaxConcurrent int
 	// LeaseTTL is the registration lease TTL.
 	LeaseTTL time.Duration
 	// Plugins are the handler plugins to start (the built-ins).
@@ -208,7 +211,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	n.agent, err = agent.New(agent.Config{
 		UUID: n.uuid, Group: n.cfg.Group, IP: ip, Port: addr.Port, Scheme: scheme, Version: n.cfg.Version, Keys: n.cfg.Keys,
 		HTTPClient: n.cfg.HTTPClient,
-		LeaseTTL:   n.cfg.LeaseTTL, OutputCap: n.cfg.OutputCap, ResultMemory: n.cfg.ResultMemory, ServerURLs: n.cfg.ServerURLs,
+		LeaseTTL:   n.cfg.LeaseTTL, OutputCap: n.cfg.OutputCap, ResultMemory: n.cfg.ResultMemory, MaxConcurrent: n.cfg.MaxConcurrent, ServerURLs: n.cfg.ServerURLs,
 		NodeToken: n.cfg.NodeToken, PreviousNodeToken: n.cfg.PreviousNodeToken, SpoolDir: filepath.Join(n.cfg.DataDir, "spool"), Logger: n.cfg.Logger,
 		Metrics: n.cfg.Metrics,
 	}, n.etcd, n.host)

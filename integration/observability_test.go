@@ -63,7 +63,7 @@ func TestMetricsAndReadinessStandalone(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "data")
 	metricsAddr, err := harness.FreeAddr()
 	require.NoError(t, err)
-	s := startStandalone(t, dataDir, newStandalone(t, dataDir, "--metrics-addr", metricsAddr))
+	s := startStandalone(t, dataDir, newStandalone(t, dataDir, "--metrics-addr", metricsAddr, "--max-concurrent", "77"))
 
 	code, ready, err := s.api.Ready()
 	require.NoError(t, err)
@@ -96,6 +96,7 @@ func TestMetricsAndReadinessStandalone(t *testing.T) {
 		"cronix_dispatch_batch_size", "cronix_dispatch_duration_seconds", "cronix_raft_state", "cronix_raft_term",
 		"cronix_raft_leader_changes_total", "cronix_etcd_request_duration_seconds", "cronix_sql_query_duration_seconds",
 		"cronix_plugin_starts_total", "cronix_plugin_crashes_total", "cronix_alert_sends_total", "cronix_nodes",
+		"cronix_run_slots",
 	} {
 		require.True(t, families[f], "family %s not exposed", f)
 	}
@@ -111,6 +112,7 @@ func TestMetricsAndReadinessStandalone(t *testing.T) {
 	moved(`cronix_etcd_request_duration_seconds_count{method="KV/Txn"}`, 3)
 	require.Equal(t, 1.0, after[`cronix_raft_state{state="Leader"}`])
 	require.Equal(t, 1.0, after[`cronix_nodes{status="online"}`])
+	require.Equal(t, 77.0, after["cronix_run_slots"], "--max-concurrent reaches the built-in node's agent")
 	require.GreaterOrEqual(t, after[`cronix_plugin_starts_total{plugin="shell"}`], 1.0)
 	require.GreaterOrEqual(t, after["cronix_raft_term"], 1.0)
 

@@ -70,6 +70,7 @@ type Metrics struct {
 	dispatchSeconds prometheus.Histogram
 	runs            *prometheus.CounterVec
 	inFlight        *prometheus.GaugeVec
+	runSlots        prometheus.Gauge
 	etcdSeconds     *prometheus.HistogramVec
 	sqlSeconds      *prometheus.HistogramVec
 	pluginStarts    *prometheus.CounterVec
@@ -114,6 +115,10 @@ func New() *Metrics {
 			Namespace: namespace, Name: "runs_in_flight",
 			Help: "Runs executing on a node now, by handler.",
 		}, []string{"handler"}),
+		runSlots: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "run_slots",
+			Help: "Fires a node runs at once at most (--max-concurrent); runs_in_flight over it is the node's saturation.",
+		}),
 		etcdSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "etcd_request_duration_seconds",
 			Help:    "Duration of unary etcd requests, by gRPC method (e.g. KV/Txn).",
@@ -140,7 +145,7 @@ func New() *Metrics {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.lateness, m.fires, m.misfires, m.dispatchBatch, m.dispatchSeconds, m.runs, m.inFlight,
+		m.lateness, m.fires, m.misfires, m.dispatchBatch, m.dispatchSeconds, m.runs, m.inFlight, m.runSlots,
 		m.etcdSeconds, m.sqlSeconds, m.pluginStarts, m.pluginCrashes, m.alertSends,
 	)
 	// Known label values start at zero so the series exist before the first event.
@@ -214,6 +219,14 @@ func (m *Metrics) RunStarted(handler string) {
 		return
 	}
 	m.inFlight.WithLabelValues(handler).Inc()
+}
+
+// SetRunSlots records a node's run slots (agent.Config.MaxConcurrent).
+func (m *Metrics) SetRunSlots(n int) {
+	if m == nil {
+		return
+	}
+	m.runSlots.Set(float64(n))
 }
 
 // RunFinished marks a run of handler as done with its final status.

@@ -21,6 +21,7 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.ObserveDispatch(3, time.Millisecond)
 	m.RunStarted("shell")
 	m.RunFinished("shell", "success")
+	m.SetRunSlots(8)
 	m.ObserveSQL("SELECT", time.Millisecond)
 	m.PluginStarted("shell")
 	m.PluginCrashed("shell")
@@ -43,6 +44,7 @@ func TestExpositionCarriesRecordedValues(t *testing.T) {
 	m.RunStarted("shell")
 	m.RunStarted("shell")
 	m.RunFinished("shell", "failed")
+	m.SetRunSlots(64)
 	m.ObserveLateness(StageDispatched, -time.Second) // clamped to 0
 	require.NoError(t, m.RegisterRaft(fakeRaft{}))
 
@@ -57,6 +59,7 @@ func TestExpositionCarriesRecordedValues(t *testing.T) {
 		`cronix_misfires_total{policy="FIRE_ONCE_NOW"} 3`,
 		`cronix_misfires_total{policy="DO_NOTHING"} 0`,
 		`cronix_runs_in_flight{handler="shell"} 1`,
+		`cronix_run_slots 64`,
 		`cronix_runs_total{handler="shell",status="failed"} 1`,
 		`cronix_schedule_lateness_seconds_bucket{stage="dispatched",le="0.001"} 1`,
 		`cronix_raft_state{state="Leader"} 1`,

@@ -120,6 +120,7 @@ func New(cfg Config, etcd *clientv3.Client, runner Runner) (*Agent, error) {
 		pendingKills: map[string]pendingKill{},
 		hold:         newHoldQueue(),
 	}
+	cfg.Metrics.SetRunSlots(cfg.MaxConcurrent)
 	ring, err := cluster.KeyringFromTokens(cfg.NodeToken, cfg.PreviousNodeToken)
 	if err != nil {
 		return nil, fmt.Errorf("agent: cluster key: %w", err)

@@ -188,12 +188,11 @@ func runAll(ctx context.Context, cfg config) error {
 					heldSocket[rate] = *r.Socket
 				}
 				if cfg.floorSeconds > 0 {
-					fl, err := httpFloor(ctx, cfg, rate, min(cfg.seconds, cfg.floorSeconds))
+					fl, x, err := floorBeside(ctx, cfg, fmt.Sprintf("http %d/s", rate), rate, r)
 					if err != nil {
-						return fmt.Errorf("http floor %d/s: %w", rate, err)
+						return err
 					}
-					rows = append(rows, fl)
-					ratios = append(ratios, httpFloorRatio(fmt.Sprintf("http %d/s", rate), r, fl))
+					rows, ratios = append(rows, fl), append(ratios, x)
 				}
 			}
 			if len(cfg.httpRates) > 1 {
@@ -221,12 +220,11 @@ func runAll(ctx context.Context, cfg config) error {
 				if cfg.floorSeconds > 0 {
 					// The same number of simultaneous requests from one client
 					// process: what this machine allows line 6's bound.
-					fl, err := httpFloor(ctx, cfg, rate, min(cfg.seconds, cfg.floorSeconds))
+					fl, x, err := floorBeside(ctx, cfg, fmt.Sprintf("spread %d/s", rate), rate, r)
 					if err != nil {
-						return fmt.Errorf("http floor %d/s: %w", rate, err)
+						return err
 					}
-					rows = append(rows, fl)
-					ratios = append(ratios, httpFloorRatio(fmt.Sprintf("spread %d/s", rate), r, fl))
+					rows, ratios = append(rows, fl), append(ratios, x)
 				}
 			}
 		case "scale":
@@ -248,6 +246,16 @@ func runAll(ctx context.Context, cfg config) error {
 		return fmt.Errorf("writing %s: %w", cfg.out, err)
 	}
 	return nil
+}
+
+// floorBeside measures the http floor at rate for the row r (named name)
+// and returns the floor's row and the line comparing r with it.
+func floorBeside(ctx context.Context, cfg config, name string, rate int, r row) (row, string, error) {
+	fl, err := httpFloor(ctx, cfg, rate, min(cfg.seconds, cfg.floorSeconds))
+	if err != nil {
+		return row{}, "", fmt.Errorf("http floor %d/s: %w", rate, err)
+	}
+	return fl, httpFloorRatio(name, r, fl), nil
 }
 
 // httpFloorRatio compares row r (named name) with the http floor fl of the

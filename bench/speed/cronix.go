@@ -243,6 +243,9 @@ func readRuns(ctx context.Context, dataDir string, jobs []int64, perJob int) ([]
 type usageSample struct {
 	At time.Time
 	treeUsage
+	// CPU is the machine's CPU ticks at the sample (steal: see cpuTicks);
+	// zero when /proc/stat could not be read.
+	CPU cpuTicks
 	// GCGoal is the standalone's heap goal at the sample (see
 	// standalone.gcGoal); 0 when not probed.
 	GCGoal int64
@@ -256,7 +259,8 @@ type sampler struct {
 	done    chan struct{}
 }
 
-// probe, when not nil, is read with each sample into its GCGoal.
+// probe, when not nil, is read with each sample into its GCGoal. With pid
+// 0 it samples only the machine's CPU ticks (for a floor's steal).
 func startSampler(ctx context.Context, pid int, period time.Duration, probe func(context.Context) (int64, error)) *sampler {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &sampler{cancel: cancel, done: make(chan struct{})}
@@ -265,8 +269,14 @@ func startSampler(ctx context.Context, pid int, period time.Duration, probe func
 		t := time.NewTicker(period)
 		defer t.Stop()
 		for {
-			if u, err := readTree("/proc", pid); err == nil {
+			var u treeUsage
+			var err error
+			if pid != 0 {
+				u, err = readTree("/proc", pid)
+			}
+			if err == nil {
 				smp := usageSample{At: time.Now(), treeUsage: u}
+				smp.CPU, _ = readCPUTicks("/proc")
 				if probe != nil {
 					smp.GCGoal, _ = probe(ctx) // 0 when unread
 				}
@@ -296,6 +306,27 @@ func (s *sampler) stop() []usageSample {
 type resources struct {
 	CPU                  float64 // % of one core, whole tree
 	PeakRSS, PeakRootRSS int64
+	// Steal is the share of the machine's CPU time its hypervisor stole
+	// over the window, WorstSteal the most in one sampling period; a row
+	// with much of it measured a machine shared with others.
+	Steal, WorstSteal float64
+	stealRead         bool
+}
+
+// takeSteal keeps the steal figures of the machine-only samples ss (a
+// floor's: its own CPU and memory are counted otherwise).
+func (r *resources) takeSteal(ss []usageSample, start, end time.Time) {
+	w := windowResources(ss, start, end, 1)
+	r.Steal, r.WorstSteal, r.stealRead = w.Steal, w.WorstSteal, w.stealRead
+}
+
+// stealNote says how much CPU time the hypervisor took during the window.
+func (r resources) stealNote() string {
+	if !r.stealRead {
+		return ""
+	}
+	return fmt.Sprintf("hypervisor steal over the window %.1f%% of the machine's CPU time, worst sampled second %.1f%%",
+		100*r.Steal, 100*r.WorstSteal)
 }
 
 // windowResources computes CPU between the samples closest to start and end,
@@ -317,6 +348,16 @@ func windowResources(ss []usageSample, start, end time.Time, clkTck int64) resou
 	}
 	if a != nil && b != nil && b.At.After(a.At) {
 		r.CPU = cpuPercent(a.treeUsage, b.treeUsage, clkTck, b.At.Sub(a.At))
+		if a.CPU.All > 0 && b.CPU.All > 0 {
+			r.Steal, r.stealRead = stealShare(a.CPU, b.CPU), true
+		}
+	}
+	for i := 1; i < len(ss); i++ {
+		p, q := &ss[i-1], &ss[i]
+		if p.At.Before(start) || q.At.After(end) || p.CPU.All == 0 || q.CPU.All == 0 {
+			continue
+		}
+		r.WorstSteal = max(r.WorstSteal, stealShare(p.CPU, q.CPU))
 	}
 	return r
 }

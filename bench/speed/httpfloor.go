@@ -52,9 +52,12 @@ func httpFloor(ctx context.Context, cfg config, rate, seconds int) (row, error) 
 	cmd := exec.CommandContext(ctx, self)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%d,%d", floorClientEnv, rec.URL(""), rate, first.UnixMilli(), end.UnixMilli()))
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	machine := startSampler(ctx, 0, time.Second, nil)
 	if err := cmd.Run(); err != nil {
+		machine.stop()
 		return row{}, fmt.Errorf("http floor client: %w", err)
 	}
+	steal := machine.stop()
 	var cpu time.Duration
 	if st := cmd.ProcessState; st != nil {
 		cpu = st.UserTime() + st.SystemTime()
@@ -68,10 +71,11 @@ func httpFloor(ctx context.Context, cfg config, rate, seconds int) (row, error) 
 		"to the same receiver",
 		fmt.Sprintf("client CPU per 1,000 fires: %.2f s", cpuPer1000(cpu.Seconds(), fired)))
 	r.Socket = socketTally(samples, ids, start, end, cfg.bucket)
+	r.takeSteal(steal, start, end)
 	if err := r.noteSeconds(cfg, fmt.Sprintf("http-floor-%d", rate), samples); err != nil {
 		return row{}, err
 	}
-	fmt.Printf("http floor %d/s: p50 %s p99 %s max %s missed %d; at the socket %s\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.socketCell())
+	fmt.Printf("http floor %d/s: p50 %s p99 %s max %s missed %d; at the socket %s; steal %.1f%% (worst second %.1f%%)\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.socketCell(), 100*r.Steal, 100*r.WorstSteal)
 	return r, nil
 }
 

@@ -386,7 +386,10 @@ func renderSpeed(cfg config, rows []row, ratios []string) string {
 		"`date +%s%N` − scheduled second (from `$CRONIX_FIRE_ID`). Missed = fires of the window with no execution; duplicated = " +
 		"extra executions of one fire. CPU = utime+stime of the standalone, its plugin processes and their reaped children over " +
 		"the window, in % of one core (this machine has " + strconv.Itoa(runtime.NumCPU()) + "). RSS = peak of the process tree's " +
-		"summed VmRSS (shared pages counted per process) / of the standalone alone, sampled every second.\n\n")
+		"summed VmRSS (shared pages counted per process) / of the standalone alone, sampled every second. Each row's notes give " +
+		"the hypervisor's steal over its window (the `steal` time of /proc/stat: CPU time this virtual machine wanted and its host " +
+		"gave to something else), over the window and in its worst sampled second: a row with more than a few per cent measured " +
+		"a shared machine, not Cronix.\n\n")
 	b.WriteString("A **spread** row adds `cronix node` processes to the standalone's own node in group `default` " +
 		"(joining its embedded etcd as the README shows), the jobs routed by the named strategy; its CPU and tree RSS include " +
 		"those processes, and its notes give each node's share of the window's runs. Like an http row it is followed by the http " +
@@ -410,6 +413,9 @@ func renderSpeed(cfg config, rows []row, ratios []string) string {
 			fmt.Fprintf(&b, "; at the socket: %s", msList(r.Socket.Drift))
 		}
 		for _, n := range r.Notes {
+			fmt.Fprintf(&b, "; %s", n)
+		}
+		if n := r.stealNote(); n != "" {
 			fmt.Fprintf(&b, "; %s", n)
 		}
 		b.WriteString(".\n")

@@ -357,6 +357,47 @@ type treeUsage struct {
 	Procs      int
 }
 
+// cpuTicks are the machine's CPU times from the "cpu" line of /proc/stat,
+// in USER_HZ ticks summed over all CPUs: Steal is the time the hypervisor
+// ran something else while a virtual CPU of this machine wanted to run,
+// All every state's (steal included).
+type cpuTicks struct{ Steal, All int64 }
+
+// readCPUTicks reads the "cpu" line of procDir/stat.
+func readCPUTicks(procDir string) (cpuTicks, error) {
+	b, err := os.ReadFile(filepath.Join(procDir, "stat"))
+	if err != nil {
+		return cpuTicks{}, fmt.Errorf("reading %s/stat: %w", procDir, err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return cpuTicks{}, fmt.Errorf("%s/stat: no cpu line with a steal field", procDir)
+	}
+	var t cpuTicks
+	// user nice system idle iowait irq softirq steal [guest guest_nice]:
+	// guest times are already inside user and nice.
+	for i, v := range f[1:min(len(f), 9)] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return cpuTicks{}, fmt.Errorf("%s/stat: field %d: %w", procDir, i+1, err)
+		}
+		t.All += n
+		if i == 7 {
+			t.Steal = n
+		}
+	}
+	return t, nil
+}
+
+// stealShare is the share of the machine's CPU time stolen between a and b.
+func stealShare(a, b cpuTicks) float64 {
+	if b.All <= a.All {
+		return 0
+	}
+	return float64(b.Steal-a.Steal) / float64(b.All-a.All)
+}
+
 // readTree reads /proc under procDir for root and its descendants.
 func readTree(procDir string, root int) (treeUsage, error) {
 	ents, err := os.ReadDir(procDir)

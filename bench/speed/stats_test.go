@@ -327,3 +327,37 @@ func TestShellRatioNamesAFloorThatFallsBehind(t *testing.T) {
 	require.Contains(t, behind, "the fork floor itself falls behind (p50 32000.0 ms)")
 	require.NotContains(t, behind, "÷")
 }
+
+// TestStealOfAWindow: the machine's steal is read from /proc/stat's cpu
+// line and a window reports its share of the CPU time and the worst
+// sampled second's; a /proc/stat without it reports none.
+func TestStealOfAWindow(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(line string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "stat"), []byte(line+"\ncpu0 1 2 3\nintr 5\n"), 0o600))
+	}
+	write("cpu  100 0 50 800 10 0 5 35 7 0")
+	c, err := readCPUTicks(dir)
+	require.NoError(t, err)
+	require.Equal(t, cpuTicks{Steal: 35, All: 1000}, c, "guest times are inside user and not counted twice")
+	write("cpu  100 0 50 800")
+	_, err = readCPUTicks(dir)
+	require.ErrorContains(t, err, "no cpu line with a steal field")
+
+	t0 := time.Unix(1000, 0)
+	at := func(s int, steal, all int64) usageSample {
+		return usageSample{At: t0.Add(time.Duration(s) * time.Second), CPU: cpuTicks{Steal: 5 + steal, All: 1000 + all}}
+	}
+	// 200 ticks a second; 10, 80 and 0 of them stolen in the window's three
+	// seconds, 150 in the second after it (not counted).
+	ss := []usageSample{at(0, 0, 0), at(1, 10, 200), at(2, 90, 400), at(3, 90, 600), at(4, 240, 800)}
+	r := windowResources(ss, t0, t0.Add(3*time.Second), 100)
+	require.True(t, r.stealRead)
+	require.InDelta(t, 90.0/600, r.Steal, 1e-9)
+	require.InDelta(t, 80.0/200, r.WorstSteal, 1e-9)
+	require.Contains(t, r.stealNote(), "steal over the window 15.0% of the machine's CPU time, worst sampled second 40.0%")
+
+	ss = []usageSample{{At: t0}, {At: t0.Add(time.Second)}}
+	require.Empty(t, windowResources(ss, t0, t0.Add(time.Second), 100).stealNote(), "no /proc/stat: no note")
+}

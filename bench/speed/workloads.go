@@ -369,7 +369,7 @@ func measureHTTP(ctx context.Context, cfg config, name string, s *standalone, re
 	if err := r.noteSeconds(cfg, name, samples); err != nil {
 		return row{}, err
 	}
-	fmt.Printf("  p50 %s p99 %s max %s missed %d dup %d cpu %.0f%% rss %s; at the socket %s\n", ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.Duplicated, r.CPU, mib(r.PeakRSS), r.socketCell())
+	fmt.Printf("  p50 %s p99 %s max %s missed %d dup %d cpu %.0f%% rss %s; at the socket %s; steal %.1f%% (worst second %.1f%%)\n", ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.Duplicated, r.CPU, mib(r.PeakRSS), r.socketCell(), 100*r.Steal, 100*r.WorstSteal)
 	return r, nil
 }
 
@@ -455,7 +455,7 @@ func shellWorkload(ctx context.Context, cfg config, rate, seconds int, rssPeriod
 	if bad > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d unreadable exec log lines", bad))
 	}
-	fmt.Printf("shell %d/s: p50 %s p99 %s max %s missed %d dup %d cpu %.0f%% (%.2f s per 1,000 fires) rss %s\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.Duplicated, r.CPU, perK, mib(r.PeakRSS))
+	fmt.Printf("shell %d/s: p50 %s p99 %s max %s missed %d dup %d cpu %.0f%% (%.2f s per 1,000 fires) rss %s; steal %.1f%% (worst second %.1f%%)\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.Duplicated, r.CPU, perK, mib(r.PeakRSS), 100*r.Steal, 100*r.WorstSteal)
 	if cfg.floorSeconds == 0 {
 		return r, row{}, usage, nil
 	}
@@ -478,6 +478,8 @@ func forkFloor(ctx context.Context, cfg config, dir string, rate, seconds int) (
 	}
 	start, end := window(cfg, seconds)
 	cpu0 := ownCPU()
+	machine := startSampler(ctx, 0, time.Second, nil)
+	defer machine.stop()
 	fired := 0
 	type task struct {
 		job int64
@@ -534,12 +536,13 @@ func forkFloor(ctx context.Context, cfg config, dir string, rate, seconds int) (
 	}
 	r := row{Workload: "fork floor (bench process, no scheduler)", Rate: fmt.Sprintf("%d/s", rate), Seconds: seconds,
 		tally: tallySamples(samples, ids, start, end, cfg.bucket)}
+	r.takeSteal(machine.stop(), start, end)
 	r.Notes = append(r.Notes, fmt.Sprintf("%d parallel starters (exec.Cmd.Start of `sh -c`, waits not blocking the starters)", cfg.floorWorkers),
 		fmt.Sprintf("CPU per 1,000 fires: %.2f s (this process and its reaped children over the whole floor run, warm-up included ÷ its %d fires)", cpuPer1000(cpu.Seconds(), fired), fired))
 	if startErrs+bad > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d start errors, %d unreadable lines", startErrs, bad))
 	}
-	fmt.Printf("fork floor %d/s: p50 %s p99 %s max %s missed %d cpu %.2f s per 1,000 fires\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, cpuPer1000(cpu.Seconds(), fired))
+	fmt.Printf("fork floor %d/s: p50 %s p99 %s max %s missed %d cpu %.2f s per 1,000 fires; steal %.1f%% (worst second %.1f%%)\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, cpuPer1000(cpu.Seconds(), fired), 100*r.Steal, 100*r.WorstSteal)
 	return r, nil
 }
 

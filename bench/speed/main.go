@@ -478,6 +478,10 @@ func runSoak(ctx context.Context, cfg config) error {
 	fmt.Fprintf(&b, "| missed / duplicated | %d of %d / %d |\n", r.Missed, r.Expected, r.Duplicated)
 	fmt.Fprintf(&b, "| CPU (of %d%%) | %.0f%% |\n", 100*runtime.NumCPU(), r.CPU)
 	fmt.Fprintf(&b, "| peak RSS tree / standalone | %s / %s |\n", mib(r.PeakRSS), mib(r.PeakRootRSS))
+	if r.stealRead {
+		fmt.Fprintf(&b, "| hypervisor steal over the run / worst sampling period (of the machine's CPU time) | %.1f%% / %.1f%% |\n",
+			100*r.Steal, 100*r.WorstSteal)
+	}
 	fmt.Fprintf(&b, "| RSS slope after %s warm-up (least squares over %d samples): standalone + plugins / standalone | %+.1f / %+.1f MiB/h |\n",
 		cfg.soakWarmup, len(service), slopePerHour(ts, service), slopePerHour(ts, root))
 	fmt.Fprintf(&b, "| the standalone's RSS of mapped files (`RssFile`: the binary, etcd's bbolt file, the raft log's raft.db): slope | %+.1f MiB/h |\n",

@@ -313,11 +313,49 @@ type resources struct {
 	stealRead         bool
 }
 
-// takeSteal keeps the steal figures of the machine-only samples ss (a
-// floor's: its own CPU and memory are counted otherwise).
+// takeSteal keeps the steal figures of the samples ss over [start, end]
+// (a floor's machine-only samples: its own CPU and memory are counted
+// otherwise).
 func (r *resources) takeSteal(ss []usageSample, start, end time.Time) {
-	w := windowResources(ss, start, end, 1)
-	r.Steal, r.WorstSteal, r.stealRead = w.Steal, w.WorstSteal, w.stealRead
+	r.Steal, r.WorstSteal, r.stealRead = stealOver(ss, start, end)
+}
+
+// stealOver is the share of the machine's CPU time stolen between the
+// window's end samples (windowEnds), and the most stolen between two
+// consecutive samples within [start, end]; ok is false without /proc/stat
+// readings at both ends.
+func stealOver(ss []usageSample, start, end time.Time) (steal, worst float64, ok bool) {
+	for i := 1; i < len(ss); i++ {
+		p, q := &ss[i-1], &ss[i]
+		if !p.At.Before(start) && !q.At.After(end) && p.CPU.All > 0 && q.CPU.All > 0 {
+			worst = max(worst, stealShare(p.CPU, q.CPU))
+		}
+	}
+	a, b := windowEnds(ss, start, end)
+	if a == nil || b == nil || !b.At.After(a.At) || a.CPU.All == 0 || b.CPU.All == 0 {
+		return 0, worst, false
+	}
+	return stealShare(a.CPU, b.CPU), worst, true
+}
+
+// windowEnds are the first sample at or after start and the last at or
+// before end (nil when there is none).
+func windowEnds(ss []usageSample, start, end time.Time) (a, b *usageSample) {
+	for i := range ss {
+		s := &ss[i]
+		if a == nil && !s.At.Before(start) {
+			a = s
+		}
+		if !s.At.After(end) {
+			b = s
+		}
+	}
+	return a, b
+}
+
+// stealBrief is the steal figures for a row's live line.
+func (r resources) stealBrief() string {
+	return fmt.Sprintf("steal %.1f%% (worst sample %.1f%%)", 100*r.Steal, 100*r.WorstSteal)
 }
 
 // stealNote says how much CPU time the hypervisor took during the window.
@@ -333,32 +371,16 @@ func (r resources) stealNote() string {
 // and the peak RSS over the samples within [start, end+grace].
 func windowResources(ss []usageSample, start, end time.Time, clkTck int64) resources {
 	var r resources
-	var a, b *usageSample
-	for i := range ss {
-		s := &ss[i]
-		if a == nil && !s.At.Before(start) {
-			a = s
-		}
-		if !s.At.After(end) {
-			b = s
-		}
+	for _, s := range ss {
 		if !s.At.Before(start) && !s.At.After(end) {
 			r.PeakRSS, r.PeakRootRSS = max(r.PeakRSS, s.RSS), max(r.PeakRootRSS, s.RootRSS)
 		}
 	}
+	a, b := windowEnds(ss, start, end)
 	if a != nil && b != nil && b.At.After(a.At) {
 		r.CPU = cpuPercent(a.treeUsage, b.treeUsage, clkTck, b.At.Sub(a.At))
-		if a.CPU.All > 0 && b.CPU.All > 0 {
-			r.Steal, r.stealRead = stealShare(a.CPU, b.CPU), true
-		}
 	}
-	for i := 1; i < len(ss); i++ {
-		p, q := &ss[i-1], &ss[i]
-		if p.At.Before(start) || q.At.After(end) || p.CPU.All == 0 || q.CPU.All == 0 {
-			continue
-		}
-		r.WorstSteal = max(r.WorstSteal, stealShare(p.CPU, q.CPU))
-	}
+	r.takeSteal(ss, start, end)
 	return r
 }
 

@@ -75,7 +75,7 @@ func httpFloor(ctx context.Context, cfg config, rate, seconds int) (row, error) 
 	if err := r.noteSeconds(cfg, fmt.Sprintf("http-floor-%d", rate), samples); err != nil {
 		return row{}, err
 	}
-	fmt.Printf("http floor %d/s: p50 %s p99 %s max %s missed %d; at the socket %s; steal %.1f%% (worst sample %.1f%%)\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.socketCell(), 100*r.Steal, 100*r.WorstSteal)
+	fmt.Printf("http floor %d/s: p50 %s p99 %s max %s missed %d; at the socket %s; %s\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.socketCell(), r.stealBrief())
 	return r, nil
 }
 

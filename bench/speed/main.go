@@ -219,7 +219,8 @@ func runAll(ctx context.Context, cfg config) error {
 				rows = append(rows, r)
 				if cfg.floorSeconds > 0 {
 					// The same number of simultaneous requests from one client
-					// process: what this machine allows line 6's bound.
+					// process: the lateness this machine itself gives them, to
+					// read line 6's bound against.
 					fl, x, err := floorBeside(ctx, cfg, fmt.Sprintf("spread %d/s", rate), rate, r)
 					if err != nil {
 						return err

@@ -369,7 +369,7 @@ func measureHTTP(ctx context.Context, cfg config, name string, s *standalone, re
 	if err := r.noteSeconds(cfg, name, samples); err != nil {
 		return row{}, err
 	}
-	fmt.Printf("  p50 %s p99 %s max %s missed %d dup %d cpu %.0f%% rss %s; at the socket %s; steal %.1f%% (worst sample %.1f%%)\n", ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.Duplicated, r.CPU, mib(r.PeakRSS), r.socketCell(), 100*r.Steal, 100*r.WorstSteal)
+	fmt.Printf("  p50 %s p99 %s max %s missed %d dup %d cpu %.0f%% rss %s; at the socket %s; %s\n", ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.Duplicated, r.CPU, mib(r.PeakRSS), r.socketCell(), r.stealBrief())
 	return r, nil
 }
 
@@ -455,7 +455,7 @@ func shellWorkload(ctx context.Context, cfg config, rate, seconds int, rssPeriod
 	if bad > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d unreadable exec log lines", bad))
 	}
-	fmt.Printf("shell %d/s: p50 %s p99 %s max %s missed %d dup %d cpu %.0f%% (%.2f s per 1,000 fires) rss %s; steal %.1f%% (worst sample %.1f%%)\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.Duplicated, r.CPU, perK, mib(r.PeakRSS), 100*r.Steal, 100*r.WorstSteal)
+	fmt.Printf("shell %d/s: p50 %s p99 %s max %s missed %d dup %d cpu %.0f%% (%.2f s per 1,000 fires) rss %s; %s\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, r.Duplicated, r.CPU, perK, mib(r.PeakRSS), r.stealBrief())
 	if cfg.floorSeconds == 0 {
 		return r, row{}, usage, nil
 	}
@@ -542,7 +542,7 @@ func forkFloor(ctx context.Context, cfg config, dir string, rate, seconds int) (
 	if startErrs+bad > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d start errors, %d unreadable lines", startErrs, bad))
 	}
-	fmt.Printf("fork floor %d/s: p50 %s p99 %s max %s missed %d cpu %.2f s per 1,000 fires; steal %.1f%% (worst sample %.1f%%)\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, cpuPer1000(cpu.Seconds(), fired), 100*r.Steal, 100*r.WorstSteal)
+	fmt.Printf("fork floor %d/s: p50 %s p99 %s max %s missed %d cpu %.2f s per 1,000 fires; %s\n", rate, ms(r.P50), ms(r.P99), ms(r.Max), r.Missed, cpuPer1000(cpu.Seconds(), fired), r.stealBrief())
 	return r, nil
 }
 

@@ -560,8 +560,8 @@ func terminalThrough(q *bun.SelectQuery, since, through time.Time, throughID int
 }
 
 // terminalRunHeads is the query of TerminalRunHeads: rows by primary key.
-func (s *Store) terminalRunHeads(rows *[]runRow, ids []int64) *bun.SelectQuery {
-	return s.db.NewSelect().Model(rows).Column(runHeadColumns...).
+func (s *Store) terminalRunHeads(db bun.IDB, rows *[]runRow, ids []int64) *bun.SelectQuery {
+	return db.NewSelect().Model(rows).Column(runHeadColumns...).
 		Where("r.id IN (?)", bun.List(ids)).
 		Where("r.status IN (" + terminalList + ")").
 		OrderExpr("r.updated_at ASC, r.id ASC")
@@ -574,13 +574,14 @@ var runHeadColumns = []string{"id", "fire_id", "job_id", "trigger", "status", "s
 // terminal status, ordered by updated_at, then id, with only ID, FireID,
 // JobID, Trigger, Status, ScheduledAt, DispatchedAt and UpdatedAt read
 // (enough to tell whether a run can raise an alert; RunByFireID reads the
-// rest). Unknown ids are left out.
+// rest). Unknown ids are left out. It reads rows just written, on the
+// writer connection of a SQLite file (onWriter).
 func (s *Store) TerminalRunHeads(ctx context.Context, ids []int64) ([]Run, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	var rows []runRow
-	err := s.terminalRunHeads(&rows, ids).Scan(ctx)
+	err := s.onWriter(ctx, func(db bun.IDB) error { return s.terminalRunHeads(db, &rows, ids).Scan(ctx) })
 	if err != nil {
 		return nil, wrap(err, "read %d finished runs", len(ids))
 	}

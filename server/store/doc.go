@@ -17,11 +17,16 @@
 // lock before it reads. The writers of one process queue for that lock in
 // arrival order on the store's write gate (sqlitegate.go): a write
 // transaction holds it from BEGIN to its end, a write outside one for its
-// statement; reads never wait for it. The store's transactions on a SQLite
+// statement; reads on the pool never wait for it. The store's transactions on a SQLite
 // file all run on one connection of their own, taken after the gate:
 // SQLite drops a connection's page cache when another one wrote since its
 // last transaction, so transactions that took turns on the pool read
-// every page they touched from the file again. SQLite's own busy handler polls and
+// every page they touched from the file again. For the same reason the
+// reads of rows just written that the fire path makes every second (a
+// result batch's nodes, RunNodes; the alert scanner's run heads,
+// TerminalRunHeads; the child jobs of finished runs, ChildJobIDs) take the
+// gate and run on that connection too: on the pool, after a second of
+// writes, half of their time was reading pages again. SQLite's own busy handler polls and
 // is not fair, and under a steady stream of writers one of them lost every
 // poll for busy_timeout and failed with SQLITE_BUSY. busy_timeout still
 // applies between processes sharing a file. A PostgreSQL DSN is pgdriver's: unknown query

@@ -29,7 +29,7 @@ func (s *Store) ExplainTerminalRunIDs(ctx context.Context) ([]string, error) {
 // (tests only).
 func (s *Store) ExplainTerminalRunHeads(ctx context.Context) ([]string, error) {
 	var rows []runRow
-	return s.explain(ctx, s.terminalRunHeads(&rows, []int64{3, 1, 2}).String())
+	return s.explain(ctx, s.terminalRunHeads(s.db, &rows, []int64{3, 1, 2}).String())
 }
 
 // explain is SQLite's query plan of a statement.

@@ -91,7 +91,8 @@ func (s *Store) ListSecurityEvents(ctx context.Context, p Page) ([]SecurityEvent
 }
 
 // RunNodes returns the node each of the given fires was dispatched to
-// ("" for a run with no node); fires without a run are absent.
+// ("" for a run with no node); fires without a run are absent. It reads
+// rows just written, on the writer connection of a SQLite file (onWriter).
 func (s *Store) RunNodes(ctx context.Context, fireIDs []string) (map[string]string, error) {
 	out := make(map[string]string, len(fireIDs))
 	for _, b := range s.fireIDBatches("", fireIDs, 500) {
@@ -99,8 +100,9 @@ func (s *Store) RunNodes(ctx context.Context, fireIDs []string) (map[string]stri
 			FireID string `bun:"fire_id"`
 			Node   string `bun:"node"`
 		}
-		if err := s.db.NewSelect().Table("runs").Column("fire_id", "node").
-			Where(b.where, b.args...).Scan(ctx, &rows); err != nil {
+		if err := s.onWriter(ctx, func(db bun.IDB) error {
+			return db.NewSelect().Table("runs").Column("fire_id", "node").Where(b.where, b.args...).Scan(ctx, &rows)
+		}); err != nil {
 			return nil, wrap(err, "read the nodes of %d runs", len(b.ids))
 		}
 		for _, r := range rows {

@@ -23,7 +23,8 @@ import (
 // arrival order, and reach SQLite's lock one at a time: a write
 // transaction holds the gate from BEGIN to COMMIT or ROLLBACK, a write
 // outside a transaction for its statement (until its rows are closed).
-// Reads never wait for it (WAL). Other processes on the same file (HA
+// Reads on the pool never wait for it (WAL); the few hot reads that run on
+// the writer connection (Store.onWriter) take it like a write. Other processes on the same file (HA
 // replicas sharing SQLite) still meet this one through busy_timeout.
 
 // writeGateWait bounds how long a writer waits for the gate, so that a

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cronix/cronix/cluster"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
@@ -142,4 +143,59 @@ func TestSQLiteTransactionsShareTheWriterConnection(t *testing.T) {
 		Where("name = 'writer_mark'").Scan(ctx, &n)
 	require.NoError(t, err)
 	require.Zero(t, n, "a read on the pool is on another connection")
+}
+
+// TestSQLiteHotReadsRunOnTheWriterConnection: the reads of rows the
+// writers have just written (a result batch's nodes, the alert scanner's
+// run heads, the child jobs of finished runs) run on the writer connection,
+// whose page cache a write does not drop (see Store.onWriter). A TEMP table
+// made there shadows the main table of the same name on that connection
+// only, so each read returns the TEMP table's row; on the pool it would
+// return the main table's.
+func TestSQLiteHotReadsRunOnTheWriterConnection(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "cronix.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NotNil(t, s.writer)
+
+	scheduled := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	_, err = s.InsertRuns(ctx, []Run{{FireID: "7@1796328000", JobID: 7, Node: "main-node", ScheduledAt: scheduled}})
+	require.NoError(t, err)
+	require.NoError(t, s.ApplyResults(ctx, []cluster.RunResult{{FireID: "7@1796328000", JobID: 7, Node: "main-node",
+		Status: cluster.StatusSuccess}}))
+	nodes, err := s.RunNodes(ctx, []string{"7@1796328000"})
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"7@1796328000": "main-node"}, nodes, "before the shadow, the main table")
+
+	require.NoError(t, s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		for _, q := range []string{
+			`CREATE TEMP TABLE runs (id INTEGER PRIMARY KEY, fire_id TEXT, fire_key INTEGER, job_id INTEGER, "trigger" TEXT,
+				status TEXT, node TEXT, scheduled_at TIMESTAMP, dispatched_at TIMESTAMP, updated_at TIMESTAMP)`,
+			`INSERT INTO temp.runs SELECT id, fire_id, fire_key, job_id, "trigger", 'failed', 'writer-node', scheduled_at,
+				dispatched_at, updated_at FROM main.runs`,
+			`CREATE TEMP TABLE jobs (id INTEGER PRIMARY KEY, child_job_ids TEXT)`,
+			`INSERT INTO temp.jobs (id, child_job_ids) VALUES (7, '8,9')`,
+		} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	}))
+
+	nodes, err = s.RunNodes(ctx, []string{"7@1796328000"})
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"7@1796328000": "writer-node"}, nodes, "RunNodes reads on the writer connection")
+	var id int64
+	require.NoError(t, s.db.NewSelect().TableExpr("runs").Column("id").Scan(ctx, &id))
+	heads, err := s.TerminalRunHeads(ctx, []int64{id})
+	require.NoError(t, err)
+	require.Len(t, heads, 1)
+	require.Equal(t, cluster.StatusFailed, heads[0].Status, "TerminalRunHeads reads on the writer connection")
+	children, err := s.ChildJobIDs(ctx, []int64{7})
+	require.NoError(t, err)
+	require.Equal(t, map[int64][]int64{7: {8, 9}}, children, "ChildJobIDs reads on the writer connection")
 }

@@ -172,12 +172,23 @@ func (s *Store) inStatements(ctx context.Context, chunks int, fn func(ctx contex
 		return s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error { return fn(ctx, tx) })
 	}
 	return retrying(ctx, func() error {
-		if err := s.gate.acquire(ctx); err != nil {
-			return err
-		}
-		defer s.gate.release()
-		return fn(ctx, s.writer)
+		return s.onWriter(ctx, func(db bun.IDB) error { return fn(ctx, db) })
 	})
+}
+
+// onWriter runs fn on the writer connection after the write gate on a
+// SQLite file (whose page cache stays warm, see openedDB.writer), else on
+// the pool: a single statement, or a read of rows the writers have just
+// written.
+func (s *Store) onWriter(ctx context.Context, fn func(db bun.IDB) error) error {
+	if s.writer == nil {
+		return fn(s.db)
+	}
+	if err := s.gate.acquire(ctx); err != nil {
+		return err
+	}
+	defer s.gate.release()
+	return fn(s.writer)
 }
 
 // retrying calls try until it succeeds, fails with an error that is not

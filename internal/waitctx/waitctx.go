@@ -31,3 +31,30 @@ func Until(ctx context.Context, t time.Time) bool {
 	}
 	return Sleep(ctx, d)
 }
+
+// HalfSecond is the offset into each second at which periodic background
+// passes start (OffBeat): the fires of cron schedules are on whole
+// seconds, and at thousands of fires a second their starts, their
+// requests and their results fill the first tenths of it; a pass started
+// at a free phase drifted by its own duration every second and so ran
+// inside that burst every few tens of seconds.
+const HalfSecond = 500 * time.Millisecond
+
+// OffBeat is when a periodic pass that last started at last starts next:
+// every after last (or now, if that is past), then, for an every of a
+// second or more, moved later to the first instant phase into its second.
+// A shorter every is not moved.
+func OffBeat(last, now time.Time, every, phase time.Duration) time.Time {
+	t := last.Add(every)
+	if t.Before(now) {
+		t = now
+	}
+	if every < time.Second {
+		return t
+	}
+	d := phase - t.Sub(t.Truncate(time.Second))
+	if d < 0 {
+		d += time.Second
+	}
+	return t.Add(d)
+}

@@ -81,7 +81,11 @@ func (s *Service) RunScanner(ctx context.Context) {
 			return
 		}
 	}
-	for waitctx.Sleep(ctx, s.cfg.ScanInterval) {
+	// Passes start half a second into a second (waitctx.OffBeat), off the
+	// burst of the fires of that second, whose runs they read later.
+	last := time.Now()
+	for waitctx.Until(ctx, waitctx.OffBeat(last, time.Now(), s.cfg.ScanInterval, waitctx.HalfSecond)) {
+		last = time.Now()
 		if err := sc.pass(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("alert scanner pass failed; retrying", "err", err)
 		}

@@ -40,7 +40,11 @@ func (s *Store) startCheckpoints(every time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		for waitctx.Sleep(ctx, every) {
+		// Off the second's burst of fires and results, as the alert
+		// scanner (waitctx.OffBeat).
+		last := time.Now()
+		for waitctx.Until(ctx, waitctx.OffBeat(last, time.Now(), every, waitctx.HalfSecond)) {
+			last = time.Now()
 			// A failed pass (another process checkpointing, the store
 			// closing) is the next one's to do; the fallback bounds the WAL.
 			_ = s.checkpoint(ctx)

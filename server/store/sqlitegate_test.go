@@ -115,12 +115,7 @@ func TestMayWrite(t *testing.T) {
 // not see it.
 func TestSQLiteTransactionsShareTheWriterConnection(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "cronix.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NotNil(t, s.writer)
+	ctx, s := openSQLiteFile(t)
 
 	require.NoError(t, s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		_, err := tx.ExecContext(ctx, "CREATE TEMP TABLE writer_mark (n INTEGER)")
@@ -139,7 +134,7 @@ func TestSQLiteTransactionsShareTheWriterConnection(t *testing.T) {
 		return err
 	}), "the next transaction runs on the connection that made the TEMP table")
 	var n int
-	err = s.db.NewSelect().TableExpr("sqlite_temp_master").ColumnExpr("count(*)").
+	err := s.db.NewSelect().TableExpr("sqlite_temp_master").ColumnExpr("count(*)").
 		Where("name = 'writer_mark'").Scan(ctx, &n)
 	require.NoError(t, err)
 	require.Zero(t, n, "a read on the pool is on another connection")
@@ -154,15 +149,10 @@ func TestSQLiteTransactionsShareTheWriterConnection(t *testing.T) {
 // return the main table's.
 func TestSQLiteHotReadsRunOnTheWriterConnection(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "cronix.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NotNil(t, s.writer)
+	ctx, s := openSQLiteFile(t)
 
 	scheduled := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	_, err = s.InsertRuns(ctx, []Run{{FireID: "7@1796328000", JobID: 7, Node: "main-node", ScheduledAt: scheduled}})
+	_, err := s.InsertRuns(ctx, []Run{{FireID: "7@1796328000", JobID: 7, Node: "main-node", ScheduledAt: scheduled}})
 	require.NoError(t, err)
 	require.NoError(t, s.ApplyResults(ctx, []cluster.RunResult{{FireID: "7@1796328000", JobID: 7, Node: "main-node",
 		Status: cluster.StatusSuccess}}))
@@ -198,4 +188,40 @@ func TestSQLiteHotReadsRunOnTheWriterConnection(t *testing.T) {
 	children, err := s.ChildJobIDs(ctx, []int64{7})
 	require.NoError(t, err)
 	require.Equal(t, map[int64][]int64{7: {8, 9}}, children, "ChildJobIDs reads on the writer connection")
+}
+
+// openSQLiteFile opens a store on a new SQLite file, closed when t ends,
+// with a context that ends after a minute.
+func openSQLiteFile(t *testing.T) (context.Context, *Store) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	s, err := Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "cronix.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NotNil(t, s.writer)
+	return ctx, s
+}
+
+// TestSQLiteWriterPageCache: the writer connection keeps writerCacheKiB of
+// pages (a tick's run inserts write a page of the job index per job; with
+// SQLite's default 2,000 KiB they were read back from the file every tick),
+// the pool keeps SQLite's default, and a DSN that sets cache_size keeps
+// its own on both.
+func TestSQLiteWriterPageCache(t *testing.T) {
+	t.Parallel()
+	ctx, s := openSQLiteFile(t)
+	cacheSize := func(db bun.IDB) int {
+		var n int
+		require.NoError(t, db.NewRaw("PRAGMA cache_size").Scan(ctx, &n))
+		return n
+	}
+	require.Equal(t, -writerCacheKiB, cacheSize(s.writer))
+	require.Equal(t, -2000, cacheSize(s.db))
+
+	own, err := Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "own.db")+"?_pragma=cache_size(-500)")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = own.Close() })
+	require.Equal(t, -500, cacheSize(own.writer))
+	require.Equal(t, -500, cacheSize(own.db))
 }

@@ -14,8 +14,7 @@
 // adds _pragma=busy_timeout(5000), _pragma=journal_mode(WAL),
 // _pragma=foreign_keys(1), _pragma=temp_store(MEMORY) unless the DSN sets
 // them, and _txlock=immediate so that a writing transaction takes SQLite's
-// lock before it reads; the writer connection (below) also gets a 32 MiB
-// page cache (_pragma=cache_size(-32768)) unless the DSN sets cache_size. The writers of one process queue for that lock in
+// lock before it reads. The writers of one process queue for that lock in
 // arrival order on the store's write gate (sqlitegate.go): a write
 // transaction holds it from BEGIN to its end, a write outside one for its
 // statement; reads on the pool never wait for it. The store's transactions on a SQLite

@@ -141,7 +141,7 @@ func openDB(ctx context.Context, dsn string) (*openedDB, error) {
 		if !memory {
 			// The store's transactions write on one connection of their
 			// own (see openedDB.writer), holding the gate while they use it.
-			w := sql.OpenDB(&gatedConnector{drv: drv, dsn: writerDSN(path)})
+			w := sql.OpenDB(&gatedConnector{drv: drv, dsn: path})
 			w.SetMaxOpenConns(1)
 			w.SetMaxIdleConns(1)
 			w.SetConnMaxIdleTime(0)
@@ -150,26 +150,6 @@ func openDB(ctx context.Context, dsn string) (*openedDB, error) {
 		}
 		return db, nil
 	}
-}
-
-// writerCacheKiB is the page cache of the SQLite writer connection
-// (openedDB.writer), in KiB: SQLite's default is 2,000. A tick's run
-// inserts write one leaf page of the runs' job index per job (each job's
-// newest entry is on a page of its own once it has a few hundred runs), so
-// at thousands of jobs a second that alone is 4 KiB a job: 20 MB at
-// 5,000. With the default cache each tick read most of those pages back
-// from the file, more of them as the runs accumulated, and the write path
-// slowed down over minutes (3,000 http jobs/s: p99 per 30 s 50 -> 88 ms
-// in three minutes). The cache only holds pages the connection used.
-const writerCacheKiB = 32 << 10
-
-// writerDSN is the SQLite DSN of the writer connection: dsn with
-// cache_size set to writerCacheKiB unless dsn sets it.
-func writerDSN(dsn string) string {
-	if strings.Contains(strings.ToLower(dsn), "cache_size") {
-		return dsn
-	}
-	return dsn + "&_pragma=" + url.QueryEscape(fmt.Sprintf("cache_size(-%d)", writerCacheKiB))
 }
 
 // newPGConnector wraps pgdriver.NewConnector, which panics on a DSN it

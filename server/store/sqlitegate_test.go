@@ -202,26 +202,3 @@ func openSQLiteFile(t *testing.T) (context.Context, *Store) {
 	require.NotNil(t, s.writer)
 	return ctx, s
 }
-
-// TestSQLiteWriterPageCache: the writer connection keeps writerCacheKiB of
-// pages (a tick's run inserts write a page of the job index per job; with
-// SQLite's default 2,000 KiB they were read back from the file every tick),
-// the pool keeps SQLite's default, and a DSN that sets cache_size keeps
-// its own on both.
-func TestSQLiteWriterPageCache(t *testing.T) {
-	t.Parallel()
-	ctx, s := openSQLiteFile(t)
-	cacheSize := func(db bun.IDB) int {
-		var n int
-		require.NoError(t, db.NewRaw("PRAGMA cache_size").Scan(ctx, &n))
-		return n
-	}
-	require.Equal(t, -writerCacheKiB, cacheSize(s.writer))
-	require.Equal(t, -2000, cacheSize(s.db))
-
-	own, err := Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "own.db")+"?_pragma=cache_size(-500)")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = own.Close() })
-	require.Equal(t, -500, cacheSize(own.writer))
-	require.Equal(t, -500, cacheSize(own.db))
-}

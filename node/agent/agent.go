@@ -82,6 +82,8 @@ type Agent struct {
 	controlCancel context.CancelFunc
 	controlDone   chan struct{}
 
+	procs *procWriter // writes the proc keys of long runs, batched
+
 	statusCancel context.CancelFunc // the plugin status publisher, if the Runner has one
 	statusDone   chan struct{}
 }
@@ -126,6 +128,7 @@ func New(cfg Config, etcd *clientv3.Client, runner Runner) (*Agent, error) {
 		return nil, fmt.Errorf("agent: cluster key: %w", err)
 	}
 	a.security = newSecuritySender(a)
+	a.procs = newProcWriter(a)
 	a.guard, err = trust.New(trust.Config{Etcd: etcd, Keys: cfg.Keys, Keyring: ring, Logger: log,
 		Report: a.security.report})
 	if err != nil {
@@ -249,6 +252,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		a.statusDone = make(chan struct{})
 		go a.publishPluginStatus(sctx, ps)
 	}
+	a.procs.start(context.WithoutCancel(ctx))
 	cctx, ccancel := context.WithCancel(context.WithoutCancel(ctx))
 	a.controlCancel = ccancel
 	a.controlDone = make(chan struct{})
@@ -299,6 +303,9 @@ func (a *Agent) shutdown() {
 		a.controlCancel()
 		<-a.controlDone
 	}
+	pctx, pcancel := context.WithTimeout(context.Background(), 2*time.Second)
+	a.procs.stop(pctx)
+	pcancel()
 	if a.statusCancel != nil {
 		a.statusCancel()
 		<-a.statusDone

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
-	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -16,65 +14,6 @@ import (
 
 // killByRequest is the message of a fire killed through the API.
 const killByRequest = "killed by request"
-
-// procKey is the proc key of one long run: written once the run passes
-// ProcThreshold, under the registration lease, and deleted when it ends.
-type procKey struct {
-	a       *Agent
-	e       *execution
-	started time.Time
-	timer   *time.Timer
-
-	mu    sync.Mutex // held while writing, so stop cannot race the put
-	ended bool
-	key   string
-}
-
-// startProc arms the proc key of a run that just started.
-func (a *Agent) startProc(e *execution, started time.Time) *procKey {
-	p := &procKey{a: a, e: e, started: started}
-	p.timer = time.AfterFunc(a.cfg.ProcThreshold, p.register)
-	return p
-}
-
-func (p *procKey) register() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ended {
-		return
-	}
-	a := p.a
-	key := a.cfg.Keys.Proc(a.cfg.UUID, p.e.d.Job.JobID, p.e.num)
-	v, err := json.Marshal(cluster.ProcInfo{PID: p.e.num, FireID: p.e.d.FireID, Started: p.started})
-	if err != nil {
-		a.log.Error("agent: encode proc info", "error", err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := a.etcd.Put(ctx, key, string(v), clientv3.WithLease(a.reg.leaseID())); err != nil {
-		a.log.Warn("agent: registering proc key", "key", key, "error", err)
-		return
-	}
-	p.key = key
-}
-
-// stop deletes the proc key if it was written; later it will not be.
-func (p *procKey) stop() {
-	p.timer.Stop()
-	p.mu.Lock()
-	p.ended = true
-	key := p.key
-	p.mu.Unlock()
-	if key == "" {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := p.a.etcd.Delete(ctx, key); err != nil {
-		p.a.log.Warn("agent: deleting proc key (its lease will remove it)", "key", key, "error", err)
-	}
-}
 
 // control watches this node's proc keys (a replica sets Killed to kill a
 // long run) and kill keys (a kill of a fire that has no proc key yet). It

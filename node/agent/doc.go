@@ -29,7 +29,8 @@
 //	    ▼  wait for one of MaxConcurrent run slots
 //	attempt n: Runner.Run(ctx with the job timeout, handler, request n, capped output)
 //	    │  still going after RunningAfter (1s)? one "running" report
-//	    │  still going after ProcThreshold (1s)? PUT /Cronix/proc/<node>/<job>/<run no> (registration lease)
+//	    │  still going after ProcThreshold (1s)? PUT /Cronix/proc/<node>/<job>/<run no> (registration lease;
+//	    │      the proc keys queued together go in one txn per MaxTxnOps, procs.go)
 //	    │  failed/timeout, n ≤ RetryCount, not permanent, not killed?
 //	    │      "--- attempt n+1/N (after …) ---" in the output, pause, "running" report, attempt n+1
 //	    ▼
@@ -136,7 +137,9 @@
 //   - Proc keys: a run going on longer than ProcThreshold has
 //     /Cronix/proc/<node>/<job_id>/<run no> (ProcInfo) under the
 //     registration lease, deleted when the run ends; shorter runs write
-//     nothing. The <pid> segment is the agent's per-process run number
+//     nothing. Puts and deletions are batched (a txn per MaxTxnOps of
+//     those queued while the previous txn was in flight): a put still
+//     queued when its run ends is never written. The <pid> segment is the agent's per-process run number
 //     (plugins do not report child pids); ProcInfo.PID carries the same.
 //
 //   - Kill: setting Killed in a proc key, or putting /Cronix/kill/<node>/<fire>,

@@ -76,9 +76,8 @@ type procWriter struct {
 	dels      []string
 	maxTxnOps int // lowered to etcd's stock limit if etcd refuses a txn
 
-	wake   chan struct{}
-	cancel context.CancelFunc
-	done   chan struct{}
+	wake chan struct{}
+	bg   background
 
 	beforePut func() // tests: called once flush has taken its puts, before their txn
 }
@@ -103,10 +102,7 @@ func (w *procWriter) del(key string) {
 
 // start runs the writer until stop.
 func (w *procWriter) start(ctx context.Context) {
-	ctx, w.cancel = context.WithCancel(ctx)
-	w.done = make(chan struct{})
-	go func() {
-		defer close(w.done)
+	w.bg.start(ctx, func(ctx context.Context) {
 		for {
 			select {
 			case <-ctx.Done():
@@ -115,19 +111,16 @@ func (w *procWriter) start(ctx context.Context) {
 				w.flush(ctx)
 			}
 		}
-	}()
+	})
 }
 
 // stop ends the writer after one last flush (the deletions of the runs
 // that ended last; what fails is left to the registration lease, which
 // the agent revokes next).
 func (w *procWriter) stop(ctx context.Context) {
-	if w.cancel == nil {
-		return
+	if w.bg.stop() {
+		w.flush(ctx)
 	}
-	w.cancel()
-	<-w.done
-	w.flush(ctx)
 }
 
 // flush writes what is queued: deletions first, then the puts of runs not

@@ -30,8 +30,7 @@ type securitySender struct {
 	mu     sync.Mutex
 	events []cluster.SecurityEvent
 	notify chan struct{}
-	cancel context.CancelFunc
-	done   chan struct{}
+	bg     background
 }
 
 func newSecuritySender(a *Agent) *securitySender {
@@ -50,24 +49,16 @@ func (s *securitySender) report(ev trust.Event) {
 	signal(s.notify)
 }
 
-func (s *securitySender) start(ctx context.Context) {
-	ctx, s.cancel = context.WithCancel(ctx)
-	s.done = make(chan struct{})
-	go s.loop(ctx)
-}
+func (s *securitySender) start(ctx context.Context) { s.bg.start(ctx, s.loop) }
 
 // stop ends the loop after one last delivery attempt bounded by ctx.
 func (s *securitySender) stop(ctx context.Context) {
-	if s.cancel == nil {
-		return
+	if s.bg.stop() {
+		_ = s.flush(ctx)
 	}
-	s.cancel()
-	<-s.done
-	_ = s.flush(ctx)
 }
 
 func (s *securitySender) loop(ctx context.Context) {
-	defer close(s.done)
 	var bo backoff
 	for {
 		select {

@@ -27,8 +27,7 @@ type serverSet struct {
 	byKey  map[string]string // registry data key → URL
 	sorted []string
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	bg background // the registry watch
 }
 
 func newServerSet(etcd *clientv3.Client, static []string, logger *slog.Logger) *serverSet {
@@ -58,19 +57,11 @@ func (s *serverSet) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.cancel = cancel
-	s.done = make(chan struct{})
-	go s.watch(wctx, rev)
+	s.bg.start(context.WithoutCancel(ctx), func(ctx context.Context) { s.watch(ctx, rev) })
 	return nil
 }
 
-func (s *serverSet) stop() {
-	if s.cancel != nil {
-		s.cancel()
-		<-s.done
-	}
-}
+func (s *serverSet) stop() { s.bg.stop() }
 
 // load replaces the set with the registry's content and returns its revision.
 func (s *serverSet) load(ctx context.Context) (int64, error) {
@@ -117,7 +108,6 @@ func (s *serverSet) resortLocked() {
 // watch applies registry changes from rev+1 on; when the watch breaks it
 // reloads the registry and watches again.
 func (s *serverSet) watch(ctx context.Context, rev int64) {
-	defer close(s.done)
 	var bo backoff
 	for ctx.Err() == nil {
 		wch := s.etcd.Watch(clientv3.WithRequireLeader(ctx), cluster.RegistryRoot,

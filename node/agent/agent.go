@@ -76,16 +76,13 @@ type Agent struct {
 	runCancel context.CancelFunc
 	runs      sync.WaitGroup
 
-	intakeCancel context.CancelFunc
-	intakeDone   chan struct{}
+	intake  background // takes the dispatched fires (intake.go)
+	control background // proc and kill keys (control.go)
 
-	controlCancel context.CancelFunc
-	controlDone   chan struct{}
-
+	txns  *txnLimit   // ops per etcd txn, shared by the batched writers
 	procs *procWriter // writes the proc keys of long runs, batched
 
-	statusCancel context.CancelFunc // the plugin status publisher, if the Runner has one
-	statusDone   chan struct{}
+	status background // the plugin status publisher, if the Runner has one
 }
 
 const (
@@ -128,6 +125,7 @@ func New(cfg Config, etcd *clientv3.Client, runner Runner) (*Agent, error) {
 		return nil, fmt.Errorf("agent: cluster key: %w", err)
 	}
 	a.security = newSecuritySender(a)
+	a.txns = newTxnLimit(cfg.MaxTxnOps, log)
 	a.procs = newProcWriter(a)
 	a.guard, err = trust.New(trust.Config{Etcd: etcd, Keys: cfg.Keys, Keyring: ring, Logger: log,
 		Report: a.security.report})
@@ -146,7 +144,7 @@ func New(cfg Config, etcd *clientv3.Client, runner Runner) (*Agent, error) {
 		batch:     cfg.ReportBatch,
 		maxBytes:  cfg.ReportMaxBytes,
 		memLimit:  cfg.ResultMemory,
-		maxTxnOps: cfg.MaxTxnOps,
+		txns:      a.txns,
 		log:       log,
 		onDeleted: a.runKeysDeleted,
 		notify:    make(chan struct{}, 1),
@@ -246,21 +244,13 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	if err := a.reg.start(ctx); err != nil {
 		return err
 	}
+	bg := context.WithoutCancel(ctx)
 	if ps != nil {
-		sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
-		a.statusCancel = scancel
-		a.statusDone = make(chan struct{})
-		go a.publishPluginStatus(sctx, ps)
+		a.status.start(bg, func(ctx context.Context) { a.publishPluginStatus(ctx, ps) })
 	}
-	a.procs.start(context.WithoutCancel(ctx))
-	cctx, ccancel := context.WithCancel(context.WithoutCancel(ctx))
-	a.controlCancel = ccancel
-	a.controlDone = make(chan struct{})
-	go a.control(cctx)
-	ictx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	a.intakeCancel = cancel
-	a.intakeDone = make(chan struct{})
-	go a.intake(ictx)
+	a.procs.start(bg)
+	a.control.start(bg, a.watchControlKeys)
+	a.intake.start(bg, a.takeFires)
 	a.log.Info("agent: started", "group", a.cfg.Group, "run_prefix", a.cfg.Keys.RunPrefix(a.cfg.UUID))
 	return nil
 }
@@ -293,23 +283,14 @@ func (a *Agent) shutdown() {
 	a.mu.Lock()
 	a.draining = true
 	a.mu.Unlock()
-	if a.intakeCancel != nil {
-		a.intakeCancel()
-		<-a.intakeDone
-	}
+	a.intake.stop()
 	a.dropQueued()
 	a.waitRuns()
-	if a.controlCancel != nil {
-		a.controlCancel()
-		<-a.controlDone
-	}
+	a.control.stop()
 	pctx, pcancel := context.WithTimeout(context.Background(), 2*time.Second)
 	a.procs.stop(pctx)
 	pcancel()
-	if a.statusCancel != nil {
-		a.statusCancel()
-		<-a.statusDone
-	}
+	a.status.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.FlushTimeout)
 	a.reporter.stop(ctx)
 	a.security.stop(ctx)
@@ -482,7 +463,6 @@ func (s *recentSet) add(id string) {
 // the Runner reports a change, until ctx ends. A failed write is retried
 // at the next change or after a pause.
 func (a *Agent) publishPluginStatus(ctx context.Context, ps pluginStatuser) {
-	defer close(a.statusDone)
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()

@@ -500,7 +500,7 @@ func TestRunKeyDeletionFitsEtcdsTxnLimit(t *testing.T) {
 	require.Eventually(t, func() bool { return len(b.srv.all()) == 200 && b.runKeyCount(t) == 0 },
 		waitFor, tick, "all run keys deleted despite the smaller txn limit")
 	b.agent.Stop()
-	require.Equal(t, stockMaxTxnOps, b.agent.reporter.maxTxnOps, "fell back to etcd's stock limit")
+	require.Equal(t, stockMaxTxnOps, b.agent.txns.get(), "fell back to etcd's stock limit")
 }
 
 // A fire the previous node process started but never finished (it was

@@ -101,7 +101,7 @@ type Config struct {
 	// be large); default 8 MiB. A single result larger than this is sent alone.
 	ReportMaxBytes int
 	// MaxTxnOps is the etcd server's per-transaction operation limit; run-key
-	// deletions are split into txns of at most this many. Default 8192 (the
+	// deletions and proc keys are split into txns of at most this many. Default 8192 (the
 	// embedded etcd's); if etcd refuses a txn as too large, the agent falls
 	// back to etcd's stock limit of 128.
 	MaxTxnOps int

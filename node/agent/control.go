@@ -15,12 +15,11 @@ import (
 // killByRequest is the message of a fire killed through the API.
 const killByRequest = "killed by request"
 
-// control watches this node's proc keys (a replica sets Killed to kill a
+// watchControlKeys watches this node's proc keys (a replica sets Killed to kill a
 // long run) and kill keys (a kill of a fire that has no proc key yet). It
 // lists the kill keys first, so a request made while the agent was not
 // watching is not missed.
-func (a *Agent) control(ctx context.Context) {
-	defer close(a.controlDone)
+func (a *Agent) watchControlKeys(ctx context.Context) {
 	procPrefix := a.cfg.Keys.ProcPrefix(a.cfg.UUID)
 	killPrefix := a.cfg.Keys.KillPrefix(a.cfg.UUID)
 	var bo backoff

@@ -139,8 +139,9 @@
 //     registration lease, deleted when the run ends; shorter runs write
 //     nothing. Puts and deletions are batched (a txn per MaxTxnOps of
 //     those queued while the previous txn was in flight): a put still
-//     queued when its run ends is never written. The <pid> segment is the agent's per-process run number
-//     (plugins do not report child pids); ProcInfo.PID carries the same.
+//     queued when its run ends is never written. The <pid> segment is the
+//     agent's per-process run number (plugins do not report child pids);
+//     ProcInfo.PID carries the same.
 //
 //   - Kill: setting Killed in a proc key, or putting /Cronix/kill/<node>/<fire>,
 //     kills the fire (cancels its handler's ctx; a queued fire is reported

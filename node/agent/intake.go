@@ -15,13 +15,12 @@ import (
 	"github.com/cronix/cronix/node/trust"
 )
 
-// intake takes the fires dispatched to this node: everything already under
+// takeFires takes the fires dispatched to this node: everything already under
 // the run prefix, then every later PUT from the next revision on, so no
 // dispatch is missed or seen twice by the watch. When the watch breaks
 // (compaction, lost etcd leader) it lists again and watches again; the
 // fire-id dedupe makes the overlap harmless.
-func (a *Agent) intake(ctx context.Context) {
-	defer close(a.intakeDone)
+func (a *Agent) takeFires(ctx context.Context) {
 	held := make(chan struct{})
 	go func() {
 		defer close(held)

@@ -3,12 +3,9 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
@@ -71,10 +68,9 @@ func (p *procKey) stop() {
 type procWriter struct {
 	a *Agent
 
-	mu        sync.Mutex
-	puts      []*procKey
-	dels      []string
-	maxTxnOps int // lowered to etcd's stock limit if etcd refuses a txn
+	mu   sync.Mutex
+	puts []*procKey
+	dels []string
 
 	wake chan struct{}
 	bg   background
@@ -83,7 +79,7 @@ type procWriter struct {
 }
 
 func newProcWriter(a *Agent) *procWriter {
-	return &procWriter{a: a, maxTxnOps: a.cfg.MaxTxnOps, wake: make(chan struct{}, 1)}
+	return &procWriter{a: a, wake: make(chan struct{}, 1)}
 }
 
 func (w *procWriter) put(p *procKey) {
@@ -187,22 +183,10 @@ func (w *procWriter) flush(ctx context.Context) {
 	}
 }
 
-// commit applies ops in txns of at most maxTxnOps and returns how many
-// it applied: all of them, or those of the txns before the one that failed.
+// commit applies ops in txns of at most the agent's txn limit and returns
+// how many it applied.
 func (w *procWriter) commit(ctx context.Context, ops []clientv3.Op) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	applied := 0
-	for applied < len(ops) {
-		n := min(len(ops)-applied, w.maxTxnOps)
-		if _, err := w.a.etcd.Txn(ctx).Then(ops[applied : applied+n]...).Commit(); err != nil {
-			if errors.Is(err, rpctypes.ErrTooManyOps) && w.maxTxnOps > stockMaxTxnOps {
-				w.maxTxnOps = stockMaxTxnOps
-				continue
-			}
-			return applied, fmt.Errorf("%d proc key operations: %w", n, err)
-		}
-		applied += n
-	}
-	return applied, nil
+	return w.a.txns.commit(ctx, w.a.etcd, ops, nil)
 }

@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
@@ -28,9 +27,6 @@ const ResultsPath = "/api/v1/internal/results"
 // delivery is sent (see reporter.lastStart).
 const reportStartQuiet = 20 * time.Millisecond
 
-// stockMaxTxnOps is etcd's default --max-txn-ops.
-const stockMaxTxnOps = 128
-
 // errNoServer means no server URL is known yet.
 var errNoServer = errors.New("no server known")
 
@@ -43,18 +39,18 @@ var errNoServer = errors.New("no server known")
 // newer ones are left in the spool (spilled) and read back in order as the
 // older ones are delivered.
 type reporter struct {
-	etcd      *clientv3.Client
-	keys      cluster.Keys
-	node      string
-	servers   func() []string
-	client    *http.Client
-	token     string
-	interval  time.Duration
-	batch     int
-	maxBytes  int
-	memLimit  int // see above; applies only with a spool
-	maxTxnOps int
-	log       *slog.Logger
+	etcd     *clientv3.Client
+	keys     cluster.Keys
+	node     string
+	servers  func() []string
+	client   *http.Client
+	token    string
+	interval time.Duration
+	batch    int
+	maxBytes int
+	memLimit int // see above; applies only with a spool
+	txns     *txnLimit
+	log      *slog.Logger
 	// onDeleted is told which fires' run keys are gone from etcd.
 	onDeleted func(fireIDs []string)
 
@@ -469,36 +465,27 @@ func (r *reporter) postTo(ctx context.Context, base string, body []byte) error {
 	return nil
 }
 
-// deleteRunKeys deletes the queued run keys, one txn per up to maxTxnOps,
-// then lets the spool forget the results delivered before.
+// deleteRunKeys deletes the queued run keys, one txn per up to the txn
+// limit, then lets the spool forget the results delivered before.
 func (r *reporter) deleteRunKeys(ctx context.Context) error {
 	r.mu.Lock()
 	ids := r.deletes[:len(r.deletes):len(r.deletes)]
 	acks := r.spoolAcks
 	r.mu.Unlock()
-	for len(ids) > 0 {
-		chunk := ids[:min(len(ids), r.maxTxnOps)]
-		ops := make([]clientv3.Op, len(chunk))
-		for i, id := range chunk {
-			ops[i] = clientv3.OpDelete(r.keys.Run(r.node, id))
-		}
-		if _, err := r.etcd.Txn(ctx).Then(ops...).Commit(); err != nil {
-			if errors.Is(err, rpctypes.ErrTooManyOps) && r.maxTxnOps > stockMaxTxnOps {
-				r.log.Warn("agent: etcd refused a large txn; deleting run keys in txns of 128",
-					"ops", len(chunk))
-				r.maxTxnOps = stockMaxTxnOps
-				continue
-			}
-			return fmt.Errorf("delete %d run keys: %w", len(chunk), err)
-		}
+	ops := make([]clientv3.Op, len(ids))
+	for i, id := range ids {
+		ops[i] = clientv3.OpDelete(r.keys.Run(r.node, id))
+	}
+	if _, err := r.txns.commit(ctx, r.etcd, ops, func(from, n int) {
 		r.mu.Lock()
-		r.deletes = r.deletes[len(chunk):]
+		r.deletes = r.deletes[n:]
 		if len(r.deletes) == 0 {
 			r.deletes = nil
 		}
 		r.mu.Unlock()
-		ids = ids[len(chunk):]
-		r.onDeleted(chunk)
+		r.onDeleted(ids[from : from+n])
+	}); err != nil {
+		return fmt.Errorf("delete run keys: %w", err)
 	}
 	if acks > 0 {
 		r.mu.Lock()

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -31,6 +32,12 @@ type Store struct {
 	// jobList keeps the jobs list's totals and page anchors on SQLite and
 	// PostgreSQL (joblist.go).
 	jobList jobListKeeps
+	// stmts keeps the prepared batch statements of a SQLite file's writer
+	// connection (prepared.go); nil elsewhere.
+	stmts *batchStmts
+	// observe is Open's query observer (WithQueryObserver), told of the
+	// statements that bypass bun's query hook (prepared.go); may be nil.
+	observe func(operation string, d time.Duration)
 }
 
 // Open connects to dsn and applies pending migrations. DSN forms:
@@ -55,6 +62,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		}
 	}
 	s := newStore(odb)
+	s.observe = o.observe
 	if err := s.migrateRetryingBusy(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -132,7 +140,10 @@ func (s *Store) Close() error {
 		if s.stopCheckpoints != nil {
 			s.stopCheckpoints()
 		}
-		s.closeErr = s.db.Close()
+		if s.stmts != nil {
+			s.closeErr = s.stmts.close()
+		}
+		s.closeErr = errors.Join(s.closeErr, s.db.Close())
 		if s.writer != nil {
 			s.closeErr = errors.Join(s.closeErr, s.writer.Close())
 		}
@@ -142,7 +153,11 @@ func (s *Store) Close() error {
 
 // newStore is the Store of an opened database.
 func newStore(o *openedDB) *Store {
-	return &Store{db: o.db, writer: o.writer, dialect: o.dialect, gate: o.gate, jobList: jobListKeeps{every: anchorEvery}}
+	s := &Store{db: o.db, writer: o.writer, dialect: o.dialect, gate: o.gate, jobList: jobListKeeps{every: anchorEvery}}
+	if s.writer != nil {
+		s.stmts = newBatchStmts(s.writer.DB, s.fireConflict)
+	}
+	return s
 }
 
 // Dialect is "sqlite", "postgres" or "mysql".
@@ -530,6 +545,17 @@ func (s *Store) InsertRuns(ctx context.Context, runs []Run) (inserted []string, 
 // fire ids it created.
 func (s *Store) insertRunChunk(ctx context.Context, db bun.IDB, chunk []runRow) ([]string, error) {
 	var got []string
+	done, err := s.runBatch(ctx, db, insertRunsBatch, chunk, func(rows *sql.Rows) error {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		got = append(got, id)
+		return nil
+	})
+	if done {
+		return got, err
+	}
 	if s.dialect != schema.MySQL {
 		// RETURNING lists only the rows the statement inserted.
 		err := db.NewInsert().Model(&chunk).Column(runInsertColumns...).
@@ -541,7 +567,7 @@ func (s *Store) insertRunChunk(ctx context.Context, db bun.IDB, chunk []runRow) 
 	// MySQL has no RETURNING: mark the rows this statement creates with a
 	// random token (a duplicate keeps its own) and read the marked ones back.
 	token := insertToken()
-	_, err := db.NewInsert().Model(&chunk).Column(runInsertColumns...).
+	_, err = db.NewInsert().Model(&chunk).Column(runInsertColumns...).
 		Value("insert_token", "?", token).
 		On("DUPLICATE KEY UPDATE").Set("id = id").
 		Returning("NULL"). // MariaDB would otherwise return the NULL columns
@@ -644,6 +670,17 @@ type changedRun struct {
 // rows it inserted or changed (a terminal row is never changed).
 func (s *Store) applyResultChunk(ctx context.Context, db bun.IDB, chunk []runRow) ([]changedRun, error) {
 	var changed []changedRun
+	done, err := s.runBatch(ctx, db, applyResultsBatch, chunk, func(rows *sql.Rows) error {
+		var c changedRun
+		if err := rows.Scan(&c.FireID, &c.JobID, &c.Status); err != nil {
+			return err
+		}
+		changed = append(changed, c)
+		return nil
+	})
+	if done {
+		return changed, err
+	}
 	if s.dialect != schema.MySQL {
 		// RETURNING lists only the rows the statement inserted or updated:
 		// the WHERE clause of DO UPDATE skips terminal runs.
@@ -657,7 +694,7 @@ func (s *Store) applyResultChunk(ctx context.Context, db bun.IDB, chunk []runRow
 	// MySQL: mark the rows this statement inserts or changes with a random
 	// token (a terminal row keeps its own) and read the marked ones back.
 	token := insertToken()
-	_, err := db.NewInsert().Model(&chunk).Column(runInsertColumns...).
+	_, err = db.NewInsert().Model(&chunk).Column(runInsertColumns...).
 		Value("insert_token", "?", token).
 		On("DUPLICATE KEY UPDATE").
 		Set("insert_token = IF(status IN ("+terminalList+"), insert_token, ?)", token).

@@ -18,27 +18,39 @@ import (
 // parsed and compiled each batch of run inserts and result upserts anew:
 // 17 % of the CPU of a second's 500 inserts and 500 upserts
 // (BenchmarkRunBatch), and bun's formatting of the values another 9 %. On
-// the writer connection of a SQLite file, a batch of n rows instead runs a
-// statement with placeholders for n rows, prepared once per n and kept
-// (batchStmts), with its values bound. A tick's batch has the same size
-// every second while the jobs due stay the same, so its statement is found
-// again. SQLite binds at most 32,766 values per statement (the compiled
-// limit of modernc.org/sqlite), 18 a run row: a larger chunk, and a row with
-// text bun would refuse or rewrite (a NUL byte, invalid UTF-8: none reach
-// here after cleanText, but the two paths must not store different text),
-// take bun's path. Both paths store the same values:
+// the writer connection of a SQLite file, a batch instead runs a statement
+// with numbered placeholders, prepared once and kept (batchStmts), with
+// its values bound. A column whose value is the same in every row of the
+// batch (a tick's status, trigger, scheduled second and creation time; a
+// report's node) is bound once and named by every row (?1 to ?18, by
+// column); the others take a placeholder per row (numbered in the first
+// row, anonymous ? after it, which SQLite numbers in order). The statement is thus
+// one per kind, row count and set of shared columns, and a tick's batch
+// finds its statement again every second while the jobs due stay the same.
+// SQLite binds at most 32,766 values per statement (the compiled limit of
+// modernc.org/sqlite): a larger batch, and a row with text bun would
+// refuse or rewrite (a NUL byte, invalid UTF-8: none reach here after
+// cleanText, but the two paths must not store different text), take bun's
+// path. Both paths store the same values:
 // TestPreparedBatchesStoreWhatBunStores compares them column by column.
 
 // sqliteMaxVariables is SQLITE_MAX_VARIABLE_NUMBER of modernc.org/sqlite.
 const sqliteMaxVariables = 32766
 
-// maxPreparedRows is the largest chunk a prepared batch statement takes.
-var maxPreparedRows = sqliteMaxVariables / len(runInsertColumns)
+// runColumns is len(runInsertColumns), the values of a run row.
+const runColumns = 18
 
-// preparedKeep bounds the statements batchStmts keeps per kind (the least
-// recently used is closed first). A prepared statement for n rows holds its
-// compiled program, about a kilobyte per row.
-const preparedKeep = 4
+// runValues is a run row's values in runInsertColumns' order.
+type runValues [runColumns]any
+
+// preparedKeep and preparedKeepRows bound the statements batchStmts keeps
+// per kind, and their rows (the least recently used is closed first). A
+// prepared statement holds its compiled program, about a kilobyte per row:
+// 5 MB for a tick of 5,000 runs.
+const (
+	preparedKeep     = 4
+	preparedKeepRows = 12_000
+)
 
 // batchKind names a batch statement.
 type batchKind int
@@ -51,6 +63,8 @@ const (
 type batchKey struct {
 	kind batchKind
 	rows int
+	// shared has bit c set when column c is bound once for every row.
+	shared uint32
 }
 
 // batchStmts keeps prepared batch statements of the writer connection.
@@ -85,13 +99,19 @@ func (b *batchStmts) get(ctx context.Context, k batchKey) (*sql.Stmt, error) {
 	}
 	b.kept[k] = st
 	b.order = append(b.order, k)
-	kinds := 0
-	for _, o := range b.order {
-		if o.kind == k.kind {
-			kinds++
+	// Close the least recently used of k's kind while over either bound
+	// (never k itself: it is the most recent).
+	for {
+		count, rows := 0, 0
+		for _, o := range b.order {
+			if o.kind == k.kind {
+				count++
+				rows += o.rows
+			}
 		}
-	}
-	if kinds > preparedKeep {
+		if count <= 1 || (count <= preparedKeep && rows <= preparedKeepRows) {
+			break
+		}
 		for i, o := range b.order {
 			if o.kind == k.kind {
 				_ = b.kept[o].Close()
@@ -143,13 +163,38 @@ func (b *batchStmts) text(k batchKey) string {
 		s.WriteString(strconv.Quote(c))
 	}
 	s.WriteString(") VALUES ")
-	row := "(?" + strings.Repeat(", ?", len(runInsertColumns)-1) + ")"
-	s.Grow(k.rows * (len(row) + 2))
+	s.Grow(k.rows * runColumns * 8)
+	var num []byte
+	next := runColumns + 1 // the first per-row placeholder
 	for i := range k.rows {
 		if i > 0 {
 			s.WriteString(", ")
 		}
-		s.WriteString(row)
+		s.WriteByte('(')
+		for c := range runColumns {
+			if c > 0 {
+				s.WriteString(", ")
+			}
+			n := c + 1
+			if k.shared&(1<<c) == 0 {
+				if i > 0 {
+					// An anonymous ? is numbered one past the highest
+					// number so far: next, after the first row. SQLite
+					// looks a numbered placeholder's name up in a list
+					// of them all for every value bound (modernc asks
+					// for each), so numbering every row's was quadratic.
+					s.WriteByte('?')
+					next++
+					continue
+				}
+				n = next
+				next++
+			}
+			s.WriteByte('?')
+			num = strconv.AppendInt(num[:0], int64(n), 10)
+			s.Write(num)
+		}
+		s.WriteByte(')')
 	}
 	switch k.kind {
 	case insertRunsBatch:
@@ -163,24 +208,53 @@ func (b *batchStmts) text(k batchKey) string {
 
 // runBatch runs chunk as a prepared statement of kind and calls scan for
 // each row it returns, when db is the writer connection of a SQLite file
-// and the chunk fits one statement's values; it reports false (and does
+// and the chunk's values fit one statement; it reports false (and does
 // nothing) otherwise, for bun's path.
 func (s *Store) runBatch(ctx context.Context, db bun.IDB, kind batchKind, chunk []runRow, scan func(*sql.Rows) error) (bool, error) {
-	if s.stmts == nil || len(chunk) > maxPreparedRows {
+	if s.stmts == nil || len(chunk) == 0 {
 		return false, nil
 	}
 	if w, ok := db.(*bun.DB); !ok || w != s.writer {
 		return false, nil
 	}
-	args := make([]any, 0, len(chunk)*len(runInsertColumns))
+	vals := make([]runValues, len(chunk))
+	var times timeText
 	for i := range chunk {
-		var ok bool
-		if args, ok = runArgs(args, &chunk[i]); !ok {
+		if !runArgs(&vals[i], &chunk[i], &times) {
 			return false, nil
 		}
 	}
+	var shared uint32
+	varying := 0
+	for c := range runColumns {
+		same := true
+		for i := 1; i < len(vals) && same; i++ {
+			same = vals[i][c] == vals[0][c]
+		}
+		if same {
+			shared |= 1 << c
+		} else {
+			varying++
+		}
+	}
+	if runColumns+len(chunk)*varying > sqliteMaxVariables {
+		return false, nil
+	}
+	args := make([]any, runColumns, runColumns+len(chunk)*varying)
+	for c := range runColumns {
+		if shared&(1<<c) != 0 {
+			args[c] = vals[0][c]
+		}
+	}
+	for i := range vals {
+		for c := range runColumns {
+			if shared&(1<<c) == 0 {
+				args = append(args, vals[i][c])
+			}
+		}
+	}
 	start := time.Now()
-	st, err := s.stmts.get(ctx, batchKey{kind: kind, rows: len(chunk)})
+	st, err := s.stmts.get(ctx, batchKey{kind: kind, rows: len(chunk), shared: shared})
 	if err != nil {
 		return true, err
 	}
@@ -209,14 +283,14 @@ func queryRows(ctx context.Context, st *sql.Stmt, args []any, scan func(*sql.Row
 	return rows.Close()
 }
 
-// runArgs appends the values of r in runInsertColumns' order, as bun's
+// runArgs sets v to the values of r in runInsertColumns' order, as bun's
 // SQLite dialect writes them: times as UTC text with microseconds, booleans
 // as 1 and 0, nil pointers as NULL. It reports false for text bun would
 // refuse (a NUL byte) or rewrite (invalid UTF-8).
-func runArgs(args []any, r *runRow) ([]any, bool) {
+func runArgs(v *runValues, r *runRow, times *timeText) bool {
 	for _, t := range [...]string{r.FireID, r.Trigger, r.Status, r.Node, r.Output, r.Message} {
 		if strings.IndexByte(t, 0) >= 0 || !utf8.ValidString(t) {
-			return args, false
+			return false
 		}
 	}
 	truncated := int64(0)
@@ -227,24 +301,41 @@ func runArgs(args []any, r *runRow) ([]any, bool) {
 	if r.ExitCode != nil {
 		exit = int64(*r.ExitCode)
 	}
-	return append(args,
+	*v = runValues{
 		r.FireID, r.JobID, r.Trigger, r.Status, r.Node,
-		sqliteTime(r.ScheduledAt), sqliteTimePtr(r.DispatchedAt), sqliteTimePtr(r.StartedAt), sqliteTimePtr(r.FinishedAt),
+		times.of(r.ScheduledAt), times.ofPtr(r.DispatchedAt), times.ofPtr(r.StartedAt), times.ofPtr(r.FinishedAt),
 		exit, r.Output, truncated, r.Message,
 		int64(r.Attempt), int64(r.ShardIndex), int64(r.ShardTotal),
-		sqliteTime(r.CreatedAt), sqliteTime(r.UpdatedAt),
-	), true
+		times.of(r.CreatedAt), times.of(r.UpdatedAt),
+	}
+	return true
 }
 
-// sqliteTime is t as bun's SQLite dialect writes it.
-func sqliteTime(t time.Time) string {
-	return t.UTC().Format("2006-01-02 15:04:05.999999-07:00")
+// timeText writes times as bun's SQLite dialect does, remembering the last
+// few: a batch's rows share most of their times.
+type timeText struct {
+	at   [4]time.Time
+	text [4]string
+	n    int
 }
 
-// sqliteTimePtr is sqliteTime for an optional time (nil is NULL).
-func sqliteTimePtr(t *time.Time) any {
+func (tt *timeText) of(t time.Time) string {
+	for i := range tt.at {
+		if tt.text[i] != "" && tt.at[i].Equal(t) {
+			return tt.text[i]
+		}
+	}
+	s := t.UTC().Format("2006-01-02 15:04:05.999999-07:00")
+	i := tt.n % len(tt.at)
+	tt.at[i], tt.text[i] = t, s
+	tt.n++
+	return s
+}
+
+// ofPtr is of for an optional time (nil is NULL).
+func (tt *timeText) ofPtr(t *time.Time) any {
 	if t == nil {
 		return nil
 	}
-	return sqliteTime(*t)
+	return tt.of(*t)
 }

@@ -107,31 +107,42 @@ func TestPreparedBatchesStoreWhatBunStores(t *testing.T) {
 	require.Equal(t, changedBy[1], changedBy[0])
 	require.Equal(t, dumpRuns(t, viaBun), dumpRuns(t, prepared))
 
-	// The prepared store did use its statements: one per kind and size.
+	// The prepared store did use its statements: one per kind, size and
+	// shared columns.
 	require.Len(t, prepared.stmts.kept, 2)
 }
 
-// TestPreparedBatchLimits: a chunk larger than a statement's values takes
-// bun's path, and at most preparedKeep statements of a kind are kept.
+// TestPreparedBatchLimits: a tick's batch binds its shared columns once, so
+// thousands of runs fit one prepared statement; a chunk whose values do
+// not fit takes bun's path; at most preparedKeep statements of a kind, and
+// preparedKeepRows rows, are kept.
 func TestPreparedBatchLimits(t *testing.T) {
 	ctx, s := openSQLiteFile(t)
+	require.Len(t, runInsertColumns, runColumns)
 	at := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	var runs []Run
-	for i := range maxPreparedRows + 1 {
-		runs = append(runs, Run{FireID: cluster.FireID(int64(i+1), at), JobID: int64(i + 1), ScheduledAt: at})
+	tick := func(sec time.Time, n int) []Run {
+		runs := make([]Run, n)
+		for i := range runs {
+			runs[i] = Run{FireID: cluster.FireID(int64(i+1), sec), JobID: int64(i + 1), ScheduledAt: sec, DispatchedAt: &sec, Node: "n1"}
+		}
+		return runs
 	}
-	inserted, err := s.InsertRuns(ctx, runs)
+	inserted, err := s.InsertRuns(ctx, tick(at, 5000))
 	require.NoError(t, err)
-	require.Len(t, inserted, len(runs))
-	require.Empty(t, s.stmts.kept, "a chunk over the values limit went through a prepared statement")
+	require.Len(t, inserted, 5000)
+	require.Len(t, s.stmts.kept, 1, "a tick of 5,000 runs took one prepared statement")
+	for k := range s.stmts.kept {
+		require.Equal(t, 5000, k.rows)
+	}
+
+	// Twelve columns vary in every row here: 3,000 rows are 36,000 values.
+	wide := batchRows(3000, cluster.StatusSuccess, at.Add(time.Hour))
+	done, err := s.runBatch(ctx, s.writer, applyResultsBatch, wide, nil)
+	require.NoError(t, err)
+	require.False(t, done, "a chunk over the values limit went through a prepared statement")
 
 	for n := 1; n <= preparedKeep+2; n++ {
-		sec := at.Add(time.Duration(n) * time.Hour)
-		batch := make([]Run, n)
-		for i := range batch {
-			batch[i] = Run{FireID: cluster.FireID(int64(i+1), sec), JobID: int64(i + 1), ScheduledAt: sec}
-		}
-		inserted, err := s.InsertRuns(ctx, batch)
+		inserted, err := s.InsertRuns(ctx, tick(at.Add(time.Duration(n)*time.Minute), n))
 		require.NoError(t, err)
 		require.Len(t, inserted, n)
 	}
@@ -140,6 +151,13 @@ func TestPreparedBatchLimits(t *testing.T) {
 	for _, k := range s.stmts.order {
 		require.Greater(t, k.rows, 2, "the least recently used statements are the ones closed")
 	}
+
+	// Rows bound what is kept as well: ticks of 7,000 and 6,000 are over it.
+	for n, size := range []int{7000, 6000} {
+		_, err := s.InsertRuns(ctx, tick(at.Add(time.Duration(n+1)*time.Hour), size))
+		require.NoError(t, err)
+	}
+	require.Len(t, s.stmts.kept, 1, "statements of 13,000 rows kept")
 
 	require.NoError(t, s.Close())
 	_, err = s.stmts.get(ctx, batchKey{kind: insertRunsBatch, rows: 1})

@@ -44,9 +44,10 @@ const runColumns = 18
 type runValues [runColumns]any
 
 // preparedKeep and preparedKeepRows bound the statements batchStmts keeps
-// per kind, and their rows (the least recently used is closed first). A
-// prepared statement holds its compiled program, about a kilobyte per row:
-// 5 MB for a tick of 5,000 runs.
+// per kind, and their rows (the least recently used is closed first; the
+// one just used is always kept, so a single batch of up to 16,374 rows
+// may hold more). A prepared statement holds its compiled program, about
+// a kilobyte per row: 5 MB for a tick of 5,000 runs.
 const (
 	preparedKeep     = 4
 	preparedKeepRows = 12_000

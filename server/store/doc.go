@@ -52,11 +52,13 @@
 // multi-row statement per chunk of at most 1,000 rows and about 4 MiB
 // (below MySQL's max_allowed_packet), all chunks of a call in one
 // transaction, rows sorted by fire id so that concurrent overlapping
-// batches lock in the same order. On a SQLite file a chunk of up to
-// 1,820 rows (32,766 bound values, 18 a row) runs as a statement with
-// placeholders prepared once per row count and kept (prepared.go): bun
-// writes the values into a statement's text, which SQLite then parsed and
-// compiled for every batch. Statuses only move forward: triggered,
+// batches lock in the same order. On a SQLite file a chunk runs as a
+// statement with placeholders, prepared once and kept, its values bound
+// (prepared.go): bun writes the values into a statement's text, which
+// SQLite then parsed and compiled for every batch. A column with one value
+// in every row is bound once, the others per row, so a tick's insert of up
+// to 16,374 runs fits SQLite's 32,766 values; a chunk that does not fit
+// takes bun's statement. Statuses only move forward: triggered,
 // then running, then a terminal status (cluster.Terminal), which is final.
 // Output is cut to MaxOutputBytes; NUL bytes and invalid UTF-8 become
 // U+FFFD.

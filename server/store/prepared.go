@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/uptrace/bun"
+	bunschema "github.com/uptrace/bun/schema"
 )
 
 // Batch statements with bound values on a SQLite file.
@@ -199,10 +200,10 @@ func (b *batchStmts) text(k batchKey) string {
 	}
 	switch k.kind {
 	case insertRunsBatch:
-		s.WriteString(" ON " + b.conflict("DO NOTHING") + " RETURNING fire_id")
+		s.WriteString(" ON " + b.conflict("DO NOTHING") + " RETURNING " + insertRunsReturning)
 	case applyResultsBatch:
 		s.WriteString(" ON " + b.conflict("DO UPDATE") + " SET " + upsertResultSet +
-			" WHERE (r.status NOT IN (" + terminalList + ")) RETURNING fire_id, job_id, status")
+			" WHERE (" + resultNotTerminal + ") RETURNING " + resultsReturning)
 	}
 	return s.String()
 }
@@ -219,7 +220,7 @@ func (s *Store) runBatch(ctx context.Context, db bun.IDB, kind batchKind, chunk 
 		return false, nil
 	}
 	vals := make([]runValues, len(chunk))
-	var times timeText
+	times := timeText{dialect: s.writer.Dialect()}
 	for i := range chunk {
 		if !runArgs(&vals[i], &chunk[i], &times) {
 			return false, nil
@@ -312,12 +313,15 @@ func runArgs(v *runValues, r *runRow, times *timeText) bool {
 	return true
 }
 
-// timeText writes times as bun's SQLite dialect does, remembering the last
-// few: a batch's rows share most of their times.
+// timeText writes times as bun's SQLite dialect does (its AppendTime,
+// without the quotes), remembering the last few: a batch's rows share most
+// of their times.
 type timeText struct {
-	at   [4]time.Time
-	text [4]string
-	n    int
+	dialect bunschema.Dialect
+	at      [4]time.Time
+	text    [4]string
+	n       int
+	buf     []byte
 }
 
 func (tt *timeText) of(t time.Time) string {
@@ -326,7 +330,8 @@ func (tt *timeText) of(t time.Time) string {
 			return tt.text[i]
 		}
 	}
-	s := t.UTC().Format("2006-01-02 15:04:05.999999-07:00")
+	tt.buf = tt.dialect.AppendTime(tt.buf[:0], t)
+	s := strings.Trim(string(tt.buf), "'")
 	i := tt.n % len(tt.at)
 	tt.at[i], tt.text[i] = t, s
 	tt.n++

@@ -560,7 +560,7 @@ func (s *Store) insertRunChunk(ctx context.Context, db bun.IDB, chunk []runRow) 
 		// RETURNING lists only the rows the statement inserted.
 		err := db.NewInsert().Model(&chunk).Column(runInsertColumns...).
 			On(s.fireConflict("DO NOTHING")).
-			Returning("fire_id").
+			Returning(insertRunsReturning).
 			Scan(ctx, &got)
 		return got, err
 	}
@@ -686,8 +686,8 @@ func (s *Store) applyResultChunk(ctx context.Context, db bun.IDB, chunk []runRow
 		// the WHERE clause of DO UPDATE skips terminal runs.
 		err := db.NewInsert().Model(&chunk).Column(runInsertColumns...).
 			On(s.fireConflict("DO UPDATE")).Set(upsertResultSet).
-			Where("r.status NOT IN ("+terminalList+")").
-			Returning("fire_id, job_id, status").
+			Where(resultNotTerminal).
+			Returning(resultsReturning).
 			Scan(ctx, &changed)
 		return changed, err
 	}
@@ -732,6 +732,16 @@ var terminalList = func() string {
 	}
 	return b.String()
 }()
+
+// The RETURNING lists of InsertRuns' and ApplyResults' statements, and the
+// condition of the latter's DO UPDATE, for bun's statements and the
+// prepared ones (prepared.go).
+const (
+	insertRunsReturning = "fire_id"
+	resultsReturning    = "fire_id, job_id, status"
+)
+
+var resultNotTerminal = "r.status NOT IN (" + terminalList + ")"
 
 // upsertResultSet updates a non-terminal run from a report (PostgreSQL,
 // SQLite; the WHERE clause keeps terminal runs as they are). A report never

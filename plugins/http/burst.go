@@ -163,6 +163,79 @@ type burster struct {
 
 	gmu    sync.Mutex
 	groups map[int64]*burstGroup // by StartAt (Unix ns)
+
+	procs *procsGate // nil: GOMAXPROCS is left alone (Options.IdleProcs 0)
+}
+
+// procsGate sets the process's GOMAXPROCS to busy while a burst is being
+// written and back to idle once no burst is (see Options.IdleProcs).
+type procsGate struct {
+	mu         sync.Mutex
+	active     int // bursts being written
+	idle, busy int
+	settled    atomic.Bool
+}
+
+// newProcsGate returns the gate for idle Ps between bursts and the
+// process's current GOMAXPROCS during them; nil (no gate) when idle is 0
+// or not below it.
+func newProcsGate(idle int) *procsGate {
+	busy := runtime.GOMAXPROCS(0)
+	if idle <= 0 || idle >= busy {
+		return nil
+	}
+	return &procsGate{idle: idle, busy: busy}
+}
+
+// settle puts the process on its idle Ps at its first run (the handler
+// is not built only to serve: New also describes it to the server), unless
+// a burst is being written.
+func (g *procsGate) settle() {
+	if g == nil || g.settled.Load() || !g.settled.CompareAndSwap(false, true) {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.active == 0 {
+		runtime.GOMAXPROCS(g.idle)
+	}
+}
+
+// writers is the number of CPUs a burst may write with: the gate's busy
+// Ps, or without a gate the process's GOMAXPROCS.
+func (g *procsGate) writers() int {
+	if g == nil {
+		return runtime.GOMAXPROCS(0)
+	}
+	return g.busy
+}
+
+// enter is called before a burst's writes: the first one in gives the
+// process its busy Ps.
+func (g *procsGate) enter() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.active == 0 {
+		runtime.GOMAXPROCS(g.busy)
+	}
+	g.active++
+}
+
+// leave is called once a burst's runs were told their writes: the last one
+// out takes the process back to its idle Ps.
+func (g *procsGate) leave() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.active--
+	if g.active == 0 {
+		runtime.GOMAXPROCS(g.idle)
+	}
 }
 
 // burstGroup is the requests due at one instant.
@@ -287,7 +360,9 @@ func (b *burster) unregister(key int64, e *burstEntry) {
 // their runs. A large burst is split into contiguous parts written by
 // parallel loops, one per CPU: a write to a local peer costs the writer
 // the kernel's whole send and receive path (tens of µs on a small VM), so
-// one loop of 1,000 writes took ~25 ms where two took ~15.
+// one loop of 1,000 writes took ~25 ms where two took ~15. With a procs
+// gate (Options.IdleProcs), the process has every P only while it writes
+// a burst of more than one part.
 func (b *burster) fire(key int64) {
 	b.gmu.Lock()
 	g := b.groups[key]
@@ -299,7 +374,11 @@ func (b *burster) fire(key int64) {
 	entries := g.entries
 	deadline := time.Now().Add(burstWriteTimeout)
 	results := make([]writeResult, len(entries))
-	w := burstWriters(len(entries), runtime.GOMAXPROCS(0))
+	w := burstWriters(len(entries), b.procs.writers())
+	if w > 1 {
+		b.procs.enter()
+		defer b.procs.leave()
+	}
 	per := (len(entries) + w - 1) / w
 	var wg sync.WaitGroup
 	for start := per; start < len(entries); start += per {

@@ -10,6 +10,7 @@ import (
 	nethttp "net/http"
 	"net/http/httptest"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -345,6 +346,87 @@ func TestLargeBurstIsWrittenInParallelParts(t *testing.T) {
 		require.Len(t, arr, 1, "request %d", i)
 		require.False(t, arr[0].Before(at), "request %d arrived %s before its StartAt", i, at.Sub(arr[0]))
 	}
+}
+
+// TestProcsGate: the gate puts the process on its idle Ps at its first
+// run, gives it its busy Ps from the first burst in to the last one out,
+// and its idle Ps again after; no gate when
+// idle is 0 or not below GOMAXPROCS. Not parallel: it sets the test
+// process's GOMAXPROCS (while no parallel test runs).
+func TestProcsGate(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
+	require.Nil(t, newProcsGate(0))
+	require.Nil(t, newProcsGate(3))
+	g := newProcsGate(1)
+	require.Equal(t, 3, g.writers())
+	g.settle()
+	require.Equal(t, 1, runtime.GOMAXPROCS(0), "the first run settles the process on its idle Ps")
+	g.enter()
+	require.Equal(t, 3, runtime.GOMAXPROCS(0))
+	g.enter()
+	g.leave()
+	require.Equal(t, 3, runtime.GOMAXPROCS(0), "a burst is still being written")
+	g.leave()
+	require.Equal(t, 1, runtime.GOMAXPROCS(0))
+	g.enter()
+	require.Equal(t, 3, runtime.GOMAXPROCS(0))
+	g.leave()
+	require.Equal(t, runtime.GOMAXPROCS(0), (*procsGate)(nil).writers(), "no gate: the process's GOMAXPROCS")
+}
+
+// procsConn records the GOMAXPROCS of the process at each write.
+type procsConn struct {
+	net.Conn
+	mu     *sync.Mutex
+	writes *[]int
+}
+
+func (c procsConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	*c.writes = append(*c.writes, runtime.GOMAXPROCS(0))
+	c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+// TestBurstWritesOnBusyProcsAndReturnsToIdle: with IdleProcs, a burst
+// large enough for parallel writers is written with the process's every P,
+// each run still gets its response, and the process is back on its idle
+// Ps afterwards; a burst of one part does not touch GOMAXPROCS. Not
+// parallel: it sets the test process's GOMAXPROCS.
+func TestBurstWritesOnBusyProcsAndReturnsToIdle(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	rc := newReceiver(t, func(w nethttp.ResponseWriter, r *nethttp.Request) { _, _ = io.WriteString(w, r.URL.Path) })
+	h, _ := NewWithOptions(Options{Guard: Guard{AllowLoopback: true}, IdleProcs: 1}).(*handler)
+	t.Cleanup(func() { _ = h.Close() })
+	var (
+		mu     sync.Mutex
+		writes []int
+	)
+	dial := h.burst.dial
+	h.burst.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return procsConn{Conn: c, mu: &mu, writes: &writes}, nil
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	const n = burstMinPerWriter * 2 // two parts
+	runAllAt(ctx, t, h, n, time.Now().Add(time.Second), rc.URL, func(i int) string { return fmt.Sprintf("/g%d", i) }, true)
+	mu.Lock()
+	require.Len(t, writes, n)
+	for i, p := range writes {
+		require.Equal(t, 2, p, "write %d", i)
+	}
+	writes = nil
+	mu.Unlock()
+	require.Equal(t, 1, runtime.GOMAXPROCS(0), "back to the idle Ps after the burst")
+
+	runAllAt(ctx, t, h, 3, time.Now().Add(500*time.Millisecond), rc.URL, func(i int) string { return fmt.Sprintf("/s%d", i) }, true)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []int{1, 1, 1}, writes, "one part: written on the idle Ps")
 }
 
 // runAllAt runs n runs of h at once, run i a GET of base+path(i) starting

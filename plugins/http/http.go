@@ -21,7 +21,9 @@
 // before any response byte, a GET, HEAD, OPTIONS or TRACE request (or one
 // with an Idempotency-Key header) is sent once more on a fresh connection,
 // other methods only when nothing was written (net/http's rule). Unlike
-// the normal client, the burst path does not ask for gzip.
+// the normal client, the burst path does not ask for gzip. A plugin process
+// (New) has every P only while it writes a burst of more than one part,
+// and CRONIX_HTTP_IDLE_PROCS (default 1) otherwise: see Options.IdleProcs.
 //
 // TLS certificates are verified unless a job turns that off. A Guard
 // refuses connections to loopback, link-local (including the cloud metadata
@@ -86,16 +88,38 @@ type Options struct {
 	Guard Guard
 	// MaxBody is the most response body captured; 0 = DefaultMaxBody.
 	MaxBody int64
+	// IdleProcs, when above 0 and below the process's GOMAXPROCS, is the
+	// GOMAXPROCS the process runs with except while a burst is being
+	// written: the writes of a second's requests use every core, and what
+	// follows them (reading the responses, sending the results to the
+	// node) at most IdleProcs, so it does not take the cores from the
+	// peers those requests went to, or from other work on the machine,
+	// while they answer. Only a process of its own may set it (it changes
+	// the whole process); 0 leaves GOMAXPROCS alone.
+	IdleProcs int
 }
 
+// EnvIdleProcs sets Options.IdleProcs of a plugin process (New): unset or
+// empty means DefaultIdleProcs, 0 leaves GOMAXPROCS alone.
+const EnvIdleProcs = "CRONIX_HTTP_IDLE_PROCS"
+
+// DefaultIdleProcs is the plugin process's IdleProcs when EnvIdleProcs is
+// not set.
+const DefaultIdleProcs = 1
+
 // OptionsFromEnv reads the Guard settings from EnvAllowLoopback and
-// EnvAllowPrivate through getenv.
+// EnvAllowPrivate, and IdleProcs from EnvIdleProcs (a value that is not a
+// non-negative integer means DefaultIdleProcs), through getenv.
 func OptionsFromEnv(getenv func(string) string) Options {
 	on := func(k string) bool {
 		v, _ := strconv.ParseBool(strings.TrimSpace(getenv(k)))
 		return v
 	}
-	return Options{Guard: Guard{AllowLoopback: on(EnvAllowLoopback), AllowPrivate: on(EnvAllowPrivate)}}
+	idle, err := strconv.Atoi(strings.TrimSpace(getenv(EnvIdleProcs)))
+	if err != nil || idle < 0 {
+		idle = DefaultIdleProcs
+	}
+	return Options{Guard: Guard{AllowLoopback: on(EnvAllowLoopback), AllowPrivate: on(EnvAllowPrivate)}, IdleProcs: idle}
 }
 
 type handler struct {
@@ -120,7 +144,9 @@ var (
 )
 
 // New returns the http handler configured from this process's environment
-// (see OptionsFromEnv): what a plugin process serves.
+// (see OptionsFromEnv): what a plugin process serves. Its bursts change the
+// process's GOMAXPROCS (Options.IdleProcs): a handler run inside another
+// program should come from NewWithOptions.
 func New() pluginapi.Handler { return NewWithOptions(OptionsFromEnv(os.Getenv)) }
 
 // NewWithOptions returns the http handler with explicit options.
@@ -130,6 +156,7 @@ func NewWithOptions(opts Options) pluginapi.Handler {
 	}
 	dialer := &net.Dialer{Timeout: dialTimeout, Control: opts.Guard.control}
 	h := &handler{opts: opts, burst: newBurster(dialer.DialContext)}
+	h.burst.procs = newProcsGate(opts.IdleProcs)
 	for i, insecure := range []bool{false, true} {
 		h.clients[i] = newClient(dialer, insecure)
 		h.burstClients[i] = &nethttp.Client{
@@ -182,6 +209,7 @@ func (h *handler) Validate(_ context.Context, params json.RawMessage) error {
 // received: permanent for a refused destination or a bad request,
 // retryable for network and TLS failures.
 func (h *handler) Run(ctx context.Context, req pluginapi.Request, out io.Writer) (pluginapi.Result, error) {
+	h.burst.procs.settle()
 	early := time.Until(req.StartAt) > 0
 	// hold keeps a result from being reported before StartAt.
 	hold := func() bool { return !early || waitctx.Until(ctx, req.StartAt) }

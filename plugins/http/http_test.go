@@ -209,7 +209,13 @@ func TestGuardRanges(t *testing.T) {
 func TestOptionsFromEnv(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{EnvAllowLoopback: "1", EnvAllowPrivate: "no"}
-	require.Equal(t, Guard{AllowLoopback: true}, OptionsFromEnv(func(k string) string { return env[k] }).Guard)
+	opts := func() Options { return OptionsFromEnv(func(k string) string { return env[k] }) }
+	require.Equal(t, Guard{AllowLoopback: true}, opts().Guard)
+	require.Equal(t, DefaultIdleProcs, opts().IdleProcs, "unset")
+	for v, want := range map[string]int{"0": 0, " 3 ": 3, "": DefaultIdleProcs, "x": DefaultIdleProcs, "-2": DefaultIdleProcs} {
+		env[EnvIdleProcs] = v
+		require.Equal(t, want, opts().IdleProcs, "%s=%q", EnvIdleProcs, v)
+	}
 }
 
 func TestTLSIsVerifiedByDefault(t *testing.T) {

@@ -173,7 +173,7 @@ type procsGate struct {
 	mu         sync.Mutex
 	active     int // bursts being written
 	idle, busy int
-	settled    atomic.Bool
+	settled    sync.Once
 }
 
 // newProcsGate returns the gate for idle Ps between bursts and the
@@ -191,14 +191,16 @@ func newProcsGate(idle int) *procsGate {
 // is not built only to serve: New also describes it to the server), unless
 // a burst is being written.
 func (g *procsGate) settle() {
-	if g == nil || g.settled.Load() || !g.settled.CompareAndSwap(false, true) {
+	if g == nil {
 		return
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.active == 0 {
-		runtime.GOMAXPROCS(g.idle)
-	}
+	g.settled.Do(func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.active == 0 {
+			runtime.GOMAXPROCS(g.idle)
+		}
+	})
 }
 
 // writers is the number of CPUs a burst may write with: the gate's busy

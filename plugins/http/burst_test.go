@@ -9,6 +9,7 @@ import (
 	"net"
 	nethttp "net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"runtime"
 	"strings"
@@ -374,59 +375,91 @@ func TestProcsGate(t *testing.T) {
 	require.Equal(t, runtime.GOMAXPROCS(0), (*procsGate)(nil).writers(), "no gate: the process's GOMAXPROCS")
 }
 
-// procsConn records the GOMAXPROCS of the process at each write.
+// procsRecorder records the process's GOMAXPROCS at each write on the
+// connections it wraps.
+type procsRecorder struct {
+	mu     sync.Mutex
+	writes []int
+}
+
+// dialer wraps dial so that its connections record their writes.
+func (r *procsRecorder) dialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return procsConn{Conn: c, r: r}, nil
+	}
+}
+
+// take returns the writes recorded so far and forgets them.
+func (r *procsRecorder) take() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.writes
+	r.writes = nil
+	return w
+}
+
 type procsConn struct {
 	net.Conn
-	mu     *sync.Mutex
-	writes *[]int
+	r *procsRecorder
 }
 
 func (c procsConn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	*c.writes = append(*c.writes, runtime.GOMAXPROCS(0))
-	c.mu.Unlock()
+	c.r.mu.Lock()
+	c.r.writes = append(c.r.writes, runtime.GOMAXPROCS(0))
+	c.r.mu.Unlock()
 	return c.Conn.Write(p)
 }
 
-// TestBurstWritesOnBusyProcsAndReturnsToIdle: with IdleProcs, a burst
-// large enough for parallel writers is written with the process's every P,
-// each run still gets its response, and the process is back on its idle
-// Ps afterwards; a burst of one part does not touch GOMAXPROCS. Not
-// parallel: it sets the test process's GOMAXPROCS.
+// TestBurstWritesOnBusyProcsAndReturnsToIdle: with IdleProcs, the first
+// run puts the process on its idle Ps; a burst large enough for parallel
+// writers is written with every P and leaves the process on its idle Ps
+// again; a burst of one part is written on the idle Ps. Not parallel: it
+// sets the test process's GOMAXPROCS.
 func TestBurstWritesOnBusyProcsAndReturnsToIdle(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	rc := newReceiver(t, func(w nethttp.ResponseWriter, r *nethttp.Request) { _, _ = io.WriteString(w, r.URL.Path) })
 	h, _ := NewWithOptions(Options{Guard: Guard{AllowLoopback: true}, IdleProcs: 1}).(*handler)
 	t.Cleanup(func() { _ = h.Close() })
-	var (
-		mu     sync.Mutex
-		writes []int
-	)
-	dial := h.burst.dial
-	h.burst.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return procsConn{Conn: c, mu: &mu, writes: &writes}, nil
-	}
+	rec := &procsRecorder{}
+	h.burst.dial = rec.dialer(h.burst.dial)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	const n = burstMinPerWriter * 2 // two parts
-	runAllAt(ctx, t, h, n, time.Now().Add(time.Second), rc.URL, func(i int) string { return fmt.Sprintf("/g%d", i) }, true)
-	mu.Lock()
+
+	runAllAt(ctx, t, h, 3, time.Now().Add(500*time.Millisecond), rc.URL, func(i int) string { return fmt.Sprintf("/s%d", i) }, true)
+	require.Equal(t, []int{1, 1, 1}, rec.take(), "one part: written on the idle Ps the first run settled")
+
+	// A burst of two parts, every request registered before it is fired
+	// (its own instant is an hour away), so it cannot split in two.
+	const n = burstMinPerWriter * 2
+	u, err := url.Parse(rc.URL)
+	require.NoError(t, err)
+	at := time.Now().Add(time.Hour)
+	written := make(chan writeResult, n)
+	for i := range n {
+		pc, _, err := h.burst.get(ctx, hostPort(u))
+		require.NoError(t, err)
+		t.Cleanup(pc.close)
+		wire := fmt.Appendf(nil, "GET /g%d HTTP/1.1\r\nHost: %s\r\n\r\n", i, u.Host)
+		go func() {
+			r, _ := h.burst.send(ctx, pc, wire, at)
+			written <- r
+		}()
+	}
+	require.Eventually(t, func() bool { return h.burst.waiting() == n }, 10*time.Second, 5*time.Millisecond)
+	h.burst.fire(at.UnixNano())
+	for range n {
+		require.NoError(t, (<-written).err)
+	}
+	writes := rec.take()
 	require.Len(t, writes, n)
 	for i, p := range writes {
 		require.Equal(t, 2, p, "write %d", i)
 	}
-	writes = nil
-	mu.Unlock()
 	require.Equal(t, 1, runtime.GOMAXPROCS(0), "back to the idle Ps after the burst")
-
-	runAllAt(ctx, t, h, 3, time.Now().Add(500*time.Millisecond), rc.URL, func(i int) string { return fmt.Sprintf("/s%d", i) }, true)
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, []int{1, 1, 1}, writes, "one part: written on the idle Ps")
 }
 
 // runAllAt runs n runs of h at once, run i a GET of base+path(i) starting

@@ -13,6 +13,8 @@ BENCH_WORKLOADS ?= http,shell,scale,spread
 BENCH_HTTP_RATES ?= 1000,2000,3000,4000,5000
 BENCH_SHELL_RATES ?= 500
 BENCH_FLOOR_SECONDS ?= 60
+# the fork floor's window; 0 = the shell row's own (BENCH_SECONDS), so line 3 compares p99s over windows of one length
+BENCH_FORK_FLOOR_SECONDS ?= 0
 BENCH_SCALE_JOBS ?= 100000
 BENCH_SCALE_API_JOBS ?= 10000
 BENCH_SCALE_EVERY_SECOND ?= 200
@@ -68,14 +70,14 @@ test-ui: ## the web admin's component tests (Vitest); skipped without ui/web/nod
 
 bench: build ## speed table (http BENCH_HTTP_RATES, shell BENCH_SHELL_RATES + fork floor, scale BENCH_SCALE_JOBS, spread BENCH_SPREAD_RATES on 3 nodes; BENCH_SECONDS each) and HA failover gap (FAILOVER_TRIALS kills); writes docs/benchmarks.md
 	$(GO) run ./bench/speed --binary $(BIN) --workloads $(BENCH_WORKLOADS) --seconds $(BENCH_SECONDS) \
-		--http-rates $(BENCH_HTTP_RATES) --shell-rates $(BENCH_SHELL_RATES) --floor-seconds $(BENCH_FLOOR_SECONDS) \
+		--http-rates $(BENCH_HTTP_RATES) --shell-rates $(BENCH_SHELL_RATES) --floor-seconds $(BENCH_FLOOR_SECONDS) --fork-floor-seconds $(BENCH_FORK_FLOOR_SECONDS) \
 		--scale-jobs $(BENCH_SCALE_JOBS) --scale-api-jobs $(BENCH_SCALE_API_JOBS) --scale-every-second $(BENCH_SCALE_EVERY_SECOND) \
 		--spread-rates $(BENCH_SPREAD_RATES) --label "$(BENCH_LABEL)" --out docs/benchmarks.md
 	$(GO) run ./bench/failover --binary $(BIN) --trials $(FAILOVER_TRIALS) --out docs/benchmarks.md
 
 bench-speed: build ## only the speed table (same knobs as bench, no failover)
 	$(GO) run ./bench/speed --binary $(BIN) --workloads $(BENCH_WORKLOADS) --seconds $(BENCH_SECONDS) \
-		--http-rates $(BENCH_HTTP_RATES) --shell-rates $(BENCH_SHELL_RATES) --floor-seconds $(BENCH_FLOOR_SECONDS) \
+		--http-rates $(BENCH_HTTP_RATES) --shell-rates $(BENCH_SHELL_RATES) --floor-seconds $(BENCH_FLOOR_SECONDS) --fork-floor-seconds $(BENCH_FORK_FLOOR_SECONDS) \
 		--scale-jobs $(BENCH_SCALE_JOBS) --scale-api-jobs $(BENCH_SCALE_API_JOBS) --scale-every-second $(BENCH_SCALE_EVERY_SECOND) \
 		--spread-rates $(BENCH_SPREAD_RATES) --label "$(BENCH_LABEL)" --out docs/benchmarks.md
 

@@ -46,6 +46,7 @@ type config struct {
 	workloads                      []string
 	httpRates, shellRates          []int
 	seconds, floorSeconds          int
+	forkFloorSeconds               int
 	warmup, bucket                 time.Duration
 	floorWorkers, createWorkers    int
 	batchWorkers                   int
@@ -101,7 +102,8 @@ func main() {
 	flag.IntVar(&cfg.seconds, "seconds", 180, "measured window of each run, seconds")
 	flag.DurationVar(&cfg.warmup, "warmup", 5*time.Second, "firing before the window starts")
 	flag.DurationVar(&cfg.bucket, "bucket", 30*time.Second, "drift bucket: p99 lateness per bucket")
-	flag.IntVar(&cfg.floorSeconds, "floor-seconds", 60, "fork floor and http floor window (at most --seconds; 0 = skip the floors)")
+	flag.IntVar(&cfg.floorSeconds, "floor-seconds", 60, "http floor window (at most --seconds; 0 = skip the floors, the fork floor too)")
+	flag.IntVar(&cfg.forkFloorSeconds, "fork-floor-seconds", 0, "fork floor window (at most --seconds; 0 = the shell row's own window, so that line 3's ratio compares p99s over windows of one length)")
 	flag.IntVar(&cfg.floorWorkers, "floor-workers", runtime.GOMAXPROCS(0), "parallel starters of the fork floor")
 	flag.IntVar(&cfg.createWorkers, "create-workers", 8, "parallel API clients creating jobs")
 	flag.IntVar(&cfg.scaleJobs, "scale-jobs", 100_000, "scale: enabled hourly/daily jobs")
@@ -140,8 +142,8 @@ func main() {
 	if err == nil && cfg.spreadNodes < 1 {
 		err = fmt.Errorf("--spread-nodes must be at least 1")
 	}
-	if err == nil && (cfg.seconds < 1 || cfg.floorSeconds < 0) {
-		err = fmt.Errorf("--seconds must be at least 1 and --floor-seconds at least 0")
+	if err == nil && (cfg.seconds < 1 || cfg.floorSeconds < 0 || cfg.forkFloorSeconds < 0) {
+		err = fmt.Errorf("--seconds must be at least 1, --floor-seconds and --fork-floor-seconds at least 0")
 	}
 	if err == nil && cfg.scaleAPIJobs < 1 {
 		err = fmt.Errorf("--scale-api-jobs must be at least 1 (the bulk insert copies an API-created job)")

@@ -459,7 +459,11 @@ func shellWorkload(ctx context.Context, cfg config, rate, seconds int, rssPeriod
 	if cfg.floorSeconds == 0 {
 		return r, row{}, usage, nil
 	}
-	fl, err := forkFloor(ctx, cfg, dir, rate, min(seconds, cfg.floorSeconds))
+	floor := seconds
+	if cfg.forkFloorSeconds > 0 {
+		floor = min(seconds, cfg.forkFloorSeconds)
+	}
+	fl, err := forkFloor(ctx, cfg, dir, rate, floor)
 	if err != nil {
 		return row{}, row{}, nil, err
 	}

@@ -21,10 +21,9 @@
 // before any response byte, a GET, HEAD, OPTIONS or TRACE request (or one
 // with an Idempotency-Key header) is sent once more on a fresh connection,
 // other methods only when nothing was written (net/http's rule). Unlike
-// the normal client, the burst path does not ask for gzip. With
-// CRONIX_HTTP_IDLE_PROCS set above 0, a plugin process (New) has every P
-// only while it writes a burst of more than one part, and that many
-// otherwise: see Options.IdleProcs.
+// the normal client, the burst path does not ask for gzip. A plugin process
+// (New) has every P only while it writes a burst of more than one part,
+// and CRONIX_HTTP_IDLE_PROCS (default 1) otherwise: see Options.IdleProcs.
 //
 // TLS certificates are verified unless a job turns that off. A Guard
 // refuses connections to loopback, link-local (including the cloud metadata
@@ -101,15 +100,16 @@ type Options struct {
 }
 
 // EnvIdleProcs sets Options.IdleProcs of a plugin process (New): unset or
-// empty means DefaultIdleProcs.
+// empty means DefaultIdleProcs, 0 leaves GOMAXPROCS alone.
 const EnvIdleProcs = "CRONIX_HTTP_IDLE_PROCS"
 
 // DefaultIdleProcs is the plugin process's IdleProcs when EnvIdleProcs is
-// not set: GOMAXPROCS is left alone. With 1 (stop 49 of issue 12) the
-// 5,000/s row on 2 cores gained on a day of slow forks (p99 108-132 ms
-// against 179-183 over 45 s) and lost on a faster one (95-128 ms and 8 %
-// more CPU against 86-89 ms over 120-180 s), so it is a node's choice.
-const DefaultIdleProcs = 0
+// not set. On 2 cores it lowered the 1,000/s row's p99 (13.9-15.0 ms
+// against 15.5-17.3 without, three pairs of 60-s rows) and cost the
+// 5,000/s one over 120-180 s (95-128 ms and 8 % more CPU against 86-89
+// ms) on one day; on a day of slow forks it held 5,000/s over 45 s at
+// 108-132 ms against 179-183 (issue 12, stops 49 and 50).
+const DefaultIdleProcs = 1
 
 // OptionsFromEnv reads the Guard settings from EnvAllowLoopback and
 // EnvAllowPrivate, and IdleProcs from EnvIdleProcs (a value that is not a

@@ -105,10 +105,11 @@ const EnvIdleProcs = "CRONIX_HTTP_IDLE_PROCS"
 
 // DefaultIdleProcs is the plugin process's IdleProcs when EnvIdleProcs is
 // not set. On 2 cores it lowered the 1,000/s row's p99 (13.9-15.0 ms
-// against 15.5-17.3 without, three pairs of 60-s rows) and cost the
-// 5,000/s one over 120-180 s (95-128 ms and 8 % more CPU against 86-89
-// ms) on one day; on a day of slow forks it held 5,000/s over 45 s at
-// 108-132 ms against 179-183 (issue 12, stops 49 and 50).
+// against 15.5-17.3 without, three pairs of 60-s rows); at 5,000/s it
+// moved both ways: over 120-180 s on one day 95-128 ms and 8 % more CPU
+// against 86-89 ms without, though that day's make bench held 80.5 ms
+// with it, and on a day of slow forks over 45 s 108-132 ms against
+// 179-183 (issue 12, stops 49 and 50).
 const DefaultIdleProcs = 1
 
 // OptionsFromEnv reads the Guard settings from EnvAllowLoopback and

@@ -109,3 +109,17 @@ var (
 	leanNoContentClose = []byte("HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
 	leanBadRequest     = []byte("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 )
+
+// LeanOption sets an option of StartLeanReceiver.
+type LeanOption func(*leanOptions)
+
+type leanOptions struct{ nice int }
+
+// WithNice runs each of the receiver's workers on an OS thread of its own
+// at nice value n (Linux only; a negative n needs CAP_SYS_NICE, and
+// StartLeanReceiver fails without it). The receiver then reads requests as
+// they come although the processes sending them keep both cores busy: its
+// arrival times stay close to the kernel's receive timestamps, the
+// sender's lateness, rather than include its own wait for a CPU. 0 leaves
+// the workers as goroutines on Go's threads.
+func WithNice(n int) LeanOption { return func(o *leanOptions) { o.nice = n } }

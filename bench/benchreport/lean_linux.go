@@ -3,6 +3,7 @@ package benchreport
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -50,7 +51,11 @@ type leanConn struct {
 
 // StartLeanReceiver serves on a free loopback port with the given number
 // of workers (at least 1), calling fn (from any worker) for every request.
-func StartLeanReceiver(workers int, fn func(Arrived)) (*LeanReceiver, error) {
+func StartLeanReceiver(workers int, fn func(Arrived), opts ...LeanOption) (*LeanReceiver, error) {
+	var o leanOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	r := &LeanReceiver{lfd: -1, efd: -1}
 	if err := r.listen(); err != nil {
 		r.closeFDs()
@@ -73,9 +78,18 @@ func StartLeanReceiver(workers int, fn func(Arrived)) (*LeanReceiver, error) {
 		}
 		r.workers = append(r.workers, &leanWorker{r: r, ep: ep, fn: fn, conns: map[int32]*leanConn{}})
 	}
+	started := make(chan error, len(r.workers))
 	for _, w := range r.workers {
 		r.wg.Add(1)
-		go w.run()
+		go w.run(o.nice, started)
+	}
+	var errs []error
+	for range r.workers {
+		errs = append(errs, <-started)
+	}
+	if err := errors.Join(errs...); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("lean receiver: %w", err)
 	}
 	return r, nil
 }
@@ -132,8 +146,20 @@ func (r *LeanReceiver) closeFDs() {
 	}
 }
 
-func (w *leanWorker) run() {
+// run is a worker's loop. With nice != 0 it first takes an OS thread of
+// its own at that nice value (the thread ends with the worker: it is never
+// unlocked), then reports on started whether it could.
+func (w *leanWorker) run(nice int, started chan<- error) {
 	defer w.r.wg.Done()
+	if nice != 0 {
+		runtime.LockOSThread()
+		if err := unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), nice); err != nil {
+			started <- fmt.Errorf("nice %d: %w", nice, err)
+			_ = unix.Close(w.ep)
+			return
+		}
+	}
+	started <- nil
 	defer func() {
 		w.mu.Lock()
 		for _, c := range w.conns {

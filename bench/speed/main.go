@@ -41,6 +41,7 @@ type config struct {
 	binary, out, label, pprofAddr  string
 	logLevel                       string
 	receiver                       string
+	receiverNice                   int
 	gcLimitMiB                     int
 	samplesDir                     string
 	workloads                      []string
@@ -119,6 +120,8 @@ func main() {
 	flag.IntVar(&cfg.gcLimitMiB, "gc-limit-mib", 4096, "this process collects its garbage only when its heap nears this many MiB, and once before each "+
 		"row's window, so that its own collections do not stall the receiver during a window (0: Go's default collector)")
 	flag.StringVar(&cfg.receiver, "receiver", receiverLean, "http receiver: lean (epoll, arrival = request read) or net/http (arrival = handler start, the receiver until stop 39)")
+	flag.IntVar(&cfg.receiverNice, "receiver-nice", 0, "lean receiver: run each of its loops on an OS thread of its own at this nice value "+
+		"(negative: ahead of Cronix's and the floor client's threads, which needs CAP_SYS_NICE; 0: goroutines on Go's threads)")
 	flag.StringVar(&cfg.pprofAddr, "pprof-addr", "", "start the standalone with --pprof-addr (for profiling during a run)")
 	flag.StringVar(&cfg.logLevel, "log-level", "warn", "the standalone's CRONIX_LOG_LEVEL; with --keep its output is kept as standalone.log beside its data dir")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary data dirs")
@@ -364,12 +367,17 @@ func header(b *strings.Builder, cfg config, title string) {
 		benchreport.Machine(), gitCommit(), "go run ./bench/speed "+shellArgs(os.Args[1:]))
 }
 
-// arrivalMeaning says what a request's arrival is with the given receiver.
-func arrivalMeaning(kind string) string {
+// arrivalMeaning says what a request's arrival is with the given receiver
+// (nice: --receiver-nice).
+func arrivalMeaning(kind string, nice int) string {
 	if kind == receiverNetHTTP {
 		return "when the receiver's handler starts (a `net/http` server, `--receiver net/http`)"
 	}
-	return "when the receiver had read the whole request (the bench's lean receiver: epoll loops, one per core, that read and " +
+	loops := ""
+	if nice != 0 {
+		loops = fmt.Sprintf(", each on an OS thread of its own at nice %d (`--receiver-nice`)", nice)
+	}
+	return "when the receiver had read the whole request (the bench's lean receiver: epoll loops, one per core" + loops + ", that read and " +
 		"stamp every request ready before answering any; until stop 39 the bench used a `net/http` server, whose handler " +
 		"started 10–30 ms later at p99, for the floor as for Cronix; since stop 40 the bench process collects its garbage " +
 		"before each window and not during it, `--gc-limit-mib`, where its collections had held the receiver 50–125 ms " +
@@ -382,7 +390,7 @@ func renderSpeed(cfg config, rows []row, ratios []string) string {
 	b.WriteString("One `cronix standalone` per row (embedded etcd, SQLite, single-voter raft, one node, `--http-allow-loopback`), " +
 		"jobs on `*/1 * * * * *` created through the API, measured over whole seconds after a " + cfg.warmup.String() + " warm-up. " +
 		"Lateness: **http** = request arrival at the bench's receiver − scheduled second (the fire is the one the request names in " +
-		"its `X-Cronix-Fire-Id` header), arrival being " + arrivalMeaning(cfg.receiver) + "; **at the socket** (http rows) = " +
+		"its `X-Cronix-Fire-Id` header), arrival being " + arrivalMeaning(cfg.receiver, cfg.receiverNice) + "; **at the socket** (http rows) = " +
 		"when the request's bytes reached the receiver's socket (the kernel's receive timestamp, `SO_TIMESTAMPNS`) − scheduled " +
 		"second, which leaves out the receiver's own wait for a CPU to read and parse the requests (it shares this machine's cores " +
 		"with Cronix); **shell** = the command's own " +

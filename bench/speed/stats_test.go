@@ -209,7 +209,7 @@ func TestArrivalsNamingTheirFireAreExact(t *testing.T) {
 func TestReceiverReadsTheFireIDHeader(t *testing.T) {
 	for _, kind := range []string{receiverLean, receiverNetHTTP} {
 		t.Run(kind, func(t *testing.T) {
-			rec, err := startReceiver(kind)
+			rec, err := startReceiver(kind, 0)
 			require.NoError(t, err)
 			t.Cleanup(rec.Close)
 			for _, c := range []struct{ path, id string }{{"/j/0", "42-1700000001000"}, {"/j/0", ""}, {"/bg/", ""}} {
@@ -231,7 +231,7 @@ func TestReceiverReadsTheFireIDHeader(t *testing.T) {
 			require.Equal(t, 1, rec.bgCount())
 		})
 	}
-	_, err := startReceiver("nginx")
+	_, err := startReceiver("nginx", 0)
 	require.ErrorContains(t, err, "want lean or net/http")
 }
 

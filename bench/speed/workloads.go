@@ -125,18 +125,24 @@ const (
 	receiverNetHTTP = "net/http"
 )
 
-func startReceiver(kind string) (*receiver, error) {
+func startReceiver(kind string, nice int) (*receiver, error) {
 	r := &receiver{last: map[int64]time.Time{}}
 	switch kind {
 	case receiverLean:
 		lr, err := benchreport.StartLeanReceiver(runtime.NumCPU(), func(a benchreport.Arrived) {
 			r.record(a.Path, a.FireID, a.At, a.Socket)
-		})
+		}, benchreport.WithNice(nice))
+		if err != nil && nice != 0 {
+			return nil, fmt.Errorf("%w (--receiver-nice %d; a negative value needs CAP_SYS_NICE, 0 runs the receiver without)", err, nice)
+		}
 		if err != nil {
 			return nil, err
 		}
 		r.url, r.close = lr.URL, lr.Close
 	case receiverNetHTTP:
+		if nice != 0 {
+			return nil, fmt.Errorf("receiver %s: a nice value is for the %s receiver only", kind, receiverLean)
+		}
 		hr, err := benchreport.StartReceiver(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			at := time.Now()
 			sock, _ := benchreport.Arrival(req)
@@ -258,7 +264,7 @@ type rig struct {
 func newRig(cfg config, name string) (*rig, error) {
 	rg := &rig{}
 	var err error
-	if rg.rec, err = startReceiver(cfg.receiver); err != nil {
+	if rg.rec, err = startReceiver(cfg.receiver, cfg.receiverNice); err != nil {
 		return nil, err
 	}
 	if rg.dir, err = os.MkdirTemp("", "cronix-speed-"+name+"-"); err != nil {

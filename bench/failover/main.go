@@ -288,7 +288,7 @@ func render(r result) string {
 	} else {
 		fmt.Fprintf(&b, "### Leader failover gap (HA: 3 servers)\n\n")
 	}
-	fmt.Fprintf(&b, "Measured %s on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchreport.Machine())
+	fmt.Fprintf(&b, "Measured %s on %s, commit `%s`.\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchreport.Machine(), benchreport.GitCommit())
 	cmd := fmt.Sprintf("make bench-failover` (`go run ./bench/failover --trials %d --jobs %d", r.Trials, r.Jobs)
 	if r.IdleJobs > 0 {
 		cmd = fmt.Sprintf("make bench-failover-scale` (`go run ./bench/failover --trials %d --jobs %d --idle-jobs %d --db <%s DSN>",

@@ -268,7 +268,7 @@ func render(handler string, jobs, seconds, backlog int, note string, ps []phase)
 	var b strings.Builder
 	r := func(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
 	fmt.Fprintf(&b, "### Retention while jobs fire (standalone)\n\n")
-	fmt.Fprintf(&b, "Measured %s on %s.", time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchreport.Machine())
+	fmt.Fprintf(&b, "Measured %s on %s, commit `%s`.", time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchreport.Machine(), benchreport.GitCommit())
 	if note != "" {
 		fmt.Fprintf(&b, " %s", note)
 	}

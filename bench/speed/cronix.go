@@ -394,16 +394,3 @@ func clockTicks() int64 {
 	}
 	return 100
 }
-
-// gitCommit is the short HEAD commit, "+dirty" with uncommitted changes.
-func gitCommit() string {
-	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
-	if err != nil {
-		return "unknown"
-	}
-	c := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
-		c += "+dirty"
-	}
-	return c
-}

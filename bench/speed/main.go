@@ -364,7 +364,7 @@ func header(b *strings.Builder, cfg config, title string) {
 		fmt.Fprintf(b, "> **%s**\n\n", cfg.label)
 	}
 	fmt.Fprintf(b, "Measured %s on %s, commit `%s`, `%s`.\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"),
-		benchreport.Machine(), gitCommit(), "go run ./bench/speed "+shellArgs(os.Args[1:]))
+		benchreport.Machine(), benchreport.GitCommit(), "go run ./bench/speed "+shellArgs(os.Args[1:]))
 }
 
 // arrivalMeaning says what a request's arrival is with the given receiver

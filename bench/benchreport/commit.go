@@ -1,0 +1,21 @@
+package benchreport
+
+import (
+	"os/exec"
+	"strings"
+)
+
+// GitCommit is the short hash of the checkout's HEAD, with "+dirty" when
+// tracked files differ from it ("unknown" outside a git checkout): the
+// commit a bench's figures were measured on.
+func GitCommit() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+		c += "+dirty"
+	}
+	return c
+}

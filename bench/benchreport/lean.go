@@ -117,9 +117,11 @@ type leanOptions struct{ nice int }
 
 // WithNice runs each of the receiver's workers on an OS thread of its own
 // at nice value n (Linux only; a negative n needs CAP_SYS_NICE, and
-// StartLeanReceiver fails without it). The receiver then reads requests as
-// they come although the processes sending them keep both cores busy: its
-// arrival times stay close to the kernel's receive timestamps, the
-// sender's lateness, rather than include its own wait for a CPU. 0 leaves
-// the workers as goroutines on Go's threads.
+// StartLeanReceiver fails without it). With a negative n the receiver
+// reads requests as they come although the processes sending them keep
+// both cores busy, so its arrival times stay close to the kernel's receive
+// timestamps instead of including its own wait for a CPU; on a machine
+// whose cores it shares with the senders it takes that CPU from them, and
+// their requests reach the socket later (docs/performance.md, stop 51).
+// 0 leaves the workers as goroutines on Go's threads.
 func WithNice(n int) LeanOption { return func(o *leanOptions) { o.nice = n } }

@@ -233,6 +233,8 @@ func TestReceiverReadsTheFireIDHeader(t *testing.T) {
 	}
 	_, err := startReceiver("nginx", 0)
 	require.ErrorContains(t, err, "want lean or net/http")
+	_, err = startReceiver(receiverNetHTTP, -10)
+	require.ErrorContains(t, err, "a nice value is for the lean receiver only")
 }
 
 func TestDescribeShares(t *testing.T) {

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -36,8 +38,15 @@ func TestKillAndTimeoutWithRealShellPlugin(t *testing.T) {
 	putLeader(t, b.etcd, b.cfg.Keys)
 	require.NoError(t, a.Start(t.Context()))
 
-	b.dispatchJob(t, "20-1000", "shell", `{"script":"echo started; sleep 60"}`, retries(2, 0))
+	// The kill waits until the script has written its line: the proc key
+	// is there as soon as the process starts, before the shell has run
+	// anything (on a machine with slow forks, tens of ms before).
+	marker := filepath.Join(t.TempDir(), "started")
+	script, err := json.Marshal(map[string]string{"script": "echo started; : > '" + marker + "'; sleep 60"})
+	require.NoError(t, err)
+	b.dispatchJob(t, "20-1000", "shell", string(script), retries(2, 0))
 	key, info := b.procKeyOf(t, "20-1000")
+	require.Eventually(t, func() bool { _, err := os.Stat(marker); return err == nil }, waitFor, tick, "the script wrote its line")
 	info.Killed = true
 	v, err := json.Marshal(info)
 	require.NoError(t, err)

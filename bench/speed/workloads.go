@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -132,8 +133,8 @@ func startReceiver(kind string, nice int) (*receiver, error) {
 		lr, err := benchreport.StartLeanReceiver(runtime.NumCPU(), func(a benchreport.Arrived) {
 			r.record(a.Path, a.FireID, a.At, a.Socket)
 		}, benchreport.WithNice(nice))
-		if err != nil && nice != 0 {
-			return nil, fmt.Errorf("%w (--receiver-nice %d; a negative value needs CAP_SYS_NICE, 0 runs the receiver without)", err, nice)
+		if errors.Is(err, os.ErrPermission) && nice != 0 {
+			return nil, fmt.Errorf("%w (--receiver-nice %d: a negative value needs CAP_SYS_NICE, 0 runs the receiver without)", err, nice)
 		}
 		if err != nil {
 			return nil, err

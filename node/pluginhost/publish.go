@@ -77,12 +77,21 @@ func (p *Publisher) Start(ctx context.Context) error {
 }
 
 // publish grants a lease and puts every handler's description under it in
-// one transaction.
-func (p *Publisher) publish(ctx context.Context) (clientv3.LeaseID, error) {
+// one transaction. When anything after the grant fails it revokes the new
+// lease, so no key it may have written outlives the failure: a Stop that
+// cancels ctx while the transaction is in flight can make the client report
+// an error for a transaction the server committed, and those keys would
+// otherwise stay until the lease expired, under a lease no one revokes.
+func (p *Publisher) publish(ctx context.Context) (_ clientv3.LeaseID, err error) {
 	grant, err := p.etcd.Grant(ctx, int64(p.ttl/time.Second))
 	if err != nil {
 		return 0, fmt.Errorf("pluginhost: granting the handler lease: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			p.revoke(context.WithoutCancel(ctx), grant.ID)
+		}
+	}()
 	infos := p.infos()
 	ops := make([]clientv3.Op, 0, len(infos))
 	for _, info := range infos {
@@ -152,10 +161,17 @@ func (p *Publisher) Stop() {
 		p.mu.Lock()
 		lease := p.lease
 		p.mu.Unlock()
-		ctx, done := context.WithTimeout(context.Background(), 2*time.Second)
-		defer done()
-		if _, err := p.etcd.Revoke(ctx, lease); err != nil {
-			p.logger.Warn("revoking the handler lease failed; the handlers vanish when it expires", "err", err)
-		}
+		p.revoke(context.Background(), lease)
 	})
+}
+
+// revoke revokes lease, which deletes the keys put under it, giving etcd up
+// to two seconds; on failure the keys vanish when the lease expires.
+func (p *Publisher) revoke(ctx context.Context, lease clientv3.LeaseID) {
+	ctx, done := context.WithTimeout(ctx, 2*time.Second)
+	defer done()
+	if _, err := p.etcd.Revoke(ctx, lease); err != nil {
+		p.logger.Warn("revoking the handler lease failed; the handlers vanish when it expires",
+			"lease", int64(lease), "err", err)
+	}
 }

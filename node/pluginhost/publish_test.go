@@ -2,6 +2,7 @@ package pluginhost
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,4 +51,25 @@ func TestPublisherPublishesUnderItsLeaseAndRevokes(t *testing.T) {
 	resp, err = cli.Get(t.Context(), keys.HandlerPrefix(), clientv3.WithPrefix())
 	require.NoError(t, err)
 	require.Empty(t, resp.Kvs, "Stop removes the handler keys")
+}
+
+// A publish that fails after its grant (here the transaction is larger than
+// etcd accepts) revokes the lease it granted instead of leaving it to
+// expire: the same path covers a Stop that cancels a transaction the server
+// had already committed, whose keys would otherwise outlive the node.
+func TestPublisherRevokesTheLeaseOfAFailedPublish(t *testing.T) {
+	t.Parallel()
+	cli := etcdtest.Client(t)
+	keys := cluster.NewKeys("/pubfail")
+	huge := json.RawMessage(`{"description":"` + strings.Repeat("x", 9<<20) + `"}`)
+	infos := []pluginapi.Info{{Name: "big", Version: "1.0.0", ParamsSchema: huge}}
+	p := NewPublisher(cli, keys, "node-1", 5*time.Second, func() []pluginapi.Info { return infos }, nil)
+	require.Error(t, p.Start(t.Context()), "etcd refuses a request over its size limit")
+
+	leases, err := cli.Leases(t.Context())
+	require.NoError(t, err)
+	require.Empty(t, leases.Leases, "the failed publish revoked the lease it granted")
+	resp, err := cli.Get(t.Context(), keys.HandlerPrefix(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	require.NoError(t, err)
+	require.Zero(t, resp.Count)
 }

@@ -66,11 +66,11 @@ func (j *journal) writeLive(f *os.File, live map[int]uint64) error {
 }
 
 // append writes line; live (already changed by it) is what a compaction
-// writes.
-func (j *journal) append(line string, live map[int]uint64) {
+// writes. It reports whether the line is in the file.
+func (j *journal) append(line string, live map[int]uint64) bool {
 	if _, err := j.f.WriteString(line); err != nil {
 		warnf("journal: %v", err)
-		return
+		return false
 	}
 	j.lines++
 	if j.lines >= compactMin && j.lines >= compactRatio*len(live) {
@@ -78,6 +78,7 @@ func (j *journal) append(line string, live map[int]uint64) {
 			warnf("journal: compacting: %v", err)
 		}
 	}
+	return true
 }
 
 // compact replaces the file with one listing live only. A crash halfway

@@ -17,11 +17,14 @@
 //     `sleep` a shell script forked would survive its shell. So the first
 //     Start of a plugin process also starts a guard: this same executable
 //     re-executed with CRONIX_PROCGROUP_GUARD=1 (see the init hook), in its
-//     own process group, with a pipe as stdin. The plugin writes "+ pgid
-//     start" when a group starts and "- pgid" when its run is over (and
-//     "j path", its journal file). When the plugin dies, for any reason,
-//     the pipe closes and the guard kills every group still listed (SIGKILL
-//     to -pgid), removes the journal file, then exits.
+//     own process group, with a pipe as stdin. With a journal (3) the
+//     plugin writes "j path" there, and the journal file is the list: a
+//     run costs the guard nothing (no line, no wake-up). Without one, or
+//     for a line the journal could not take, it writes "+ pgid start" when
+//     a group starts and "- pgid" when its run is over. When the plugin
+//     dies, for any reason, the pipe closes and the guard reads the
+//     journal, applies the lines that came after its "j", kills every group
+//     still listed (SIGKILL to -pgid), removes the journal file, then exits.
 //  3. The journal. When EnvDir is set (the node sets it to <data-dir>/procs
 //     for its plugins), each process appends the same lines to a file of
 //     its own there, journal-<pid>-<random> (one write per line, no file

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -154,14 +155,16 @@ func (r *registry) add(pgid int, start uint64) {
 	defer r.mu.Unlock()
 	r.live[pgid] = start
 	line := fmt.Sprintf("+ %d %d\n", pgid, start)
-	r.journalLocked(line)
+	journaled := r.journalLocked(line)
 	if r.guard == nil {
 		if !r.noGuard {
-			r.startGuardLocked() // tells it every live group, this one included
+			r.startGuardLocked() // tells it the journal or every live group, this one included
 		}
 		return
 	}
-	r.sendLocked(line)
+	if !journaled {
+		r.sendLocked(line)
+	}
 }
 
 func (r *registry) remove(pgid int) {
@@ -172,31 +175,50 @@ func (r *registry) remove(pgid int) {
 	}
 	delete(r.live, pgid)
 	line := fmt.Sprintf("- %d\n", pgid)
-	r.journalLocked(line)
-	if r.guard != nil {
+	if !r.journalLocked(line) && r.guard != nil {
 		r.sendLocked(line)
 	}
 }
 
 // journalLocked appends line (live already changed) to the journal, opening
-// it (with every live group) first when needed; a journal that moved to
-// another directory is told to the guard.
-func (r *registry) journalLocked(line string) {
+// it (with every live group) first when needed, and reports whether the
+// line is in it. A journal opened here (the first, or one in a new
+// directory) is told to the guard, which from then on reads the groups
+// from that file when the plugin dies: a line in the journal is not also
+// sent to the guard, only one the journal could not take.
+func (r *registry) journalLocked(line string) bool {
 	dir := r.journalDirLocked()
 	if r.journal.dir == dir && r.journal.f != nil {
-		r.journal.append(line, r.live)
-		return
+		return r.journal.append(line, r.live)
 	}
+	hadJournal := r.journal.f != nil
 	r.journal.close()
-	if dir == "" {
-		return
-	}
-	if err := r.journal.open(dir, r.live); err != nil {
+	if dir != "" {
+		err := r.journal.open(dir, r.live)
+		if err == nil {
+			if r.guard != nil {
+				r.sendLocked("j " + r.journal.path + "\n")
+			}
+			return true
+		}
 		warnf("journal: %v", err)
-		return
 	}
-	if r.guard != nil {
-		r.sendLocked("j " + r.journal.path + "\n")
+	if !hadJournal || r.guard == nil {
+		return false
+	}
+	// The guard's journal is gone: it gets the list itself again.
+	r.sendLocked("j \n")
+	r.sendLiveLocked()
+	return true
+}
+
+// sendLiveLocked sends every live group to the guard.
+func (r *registry) sendLiveLocked() {
+	for pgid, start := range r.live {
+		if r.guard == nil {
+			return
+		}
+		r.sendLocked(fmt.Sprintf("+ %d %d\n", pgid, start))
 	}
 }
 
@@ -239,40 +261,72 @@ func (r *registry) startGuardLocked() {
 	go func() { _ = cmd.Wait() }()
 	r.guard = w
 	if r.journal.f != nil {
-		r.sendLocked("j " + r.journal.path + "\n")
-		if r.guard == nil {
-			return
-		}
+		r.sendLocked("j " + r.journal.path + "\n") // it lists every live group
+		return
 	}
-	for pgid, start := range r.live {
-		r.sendLocked(fmt.Sprintf("+ %d %d\n", pgid, start))
-		if r.guard == nil {
-			return
-		}
-	}
+	r.sendLiveLocked()
 }
 
 // --- the guard process
 
 // runGuard reads "+ pgid start", "- pgid" and "j journal-path" lines until
 // in ends, then kills every group still listed and removes the plugin's
-// journal file.
+// journal file. After a "j" line the journal is the list: it held every
+// live group when it was named, and the plugin appends to it instead of
+// writing here; the lines that still come here are the ones the journal
+// could not take, applied after it.
 func runGuard(in io.Reader) int {
 	// Its life is the plugin's: a terminal's ^C or a TERM meant for the
 	// plugin's group must not take it away first.
 	// Its stderr is the plugin's, read by the node: once the node is gone,
 	// a write there must fail, not kill the guard (SIGPIPE on fd 2).
 	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGPIPE)
-	live := map[int]uint64{}
-	var journalPath string
+	killListed(in)
+	return 0
+}
+
+// killListed is the guard's work: it reads in to its end, then kills the
+// groups listed and removes the journal.
+func killListed(in io.Reader) {
+	var (
+		journalPath string
+		// Since the last "j" line (all lines without one): the groups
+		// listed here and, with a journal, those unlisted here.
+		listed   = map[int]uint64{}
+		unlisted = map[int]bool{}
+	)
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		if path, ok := strings.CutPrefix(sc.Text(), "j "); ok {
 			journalPath = path
+			clear(listed)
+			clear(unlisted)
 			continue
 		}
-		applyLine(live, sc.Text())
+		// The last line about a group wins.
+		switch pgid, op := applyLine(listed, sc.Text()); op {
+		case '+':
+			delete(unlisted, pgid)
+		case '-':
+			if journalPath != "" {
+				unlisted[pgid] = true
+			}
+		}
 	}
+	live := map[int]uint64{}
+	if journalPath != "" {
+		journaled, err := replay(journalPath)
+		if err != nil {
+			warnf("guard: reading the journal %s: %v", journalPath, err)
+		}
+		if journaled != nil {
+			live = journaled // what it read, also after a read error
+		}
+	}
+	for pgid := range unlisted {
+		delete(live, pgid)
+	}
+	maps.Copy(live, listed)
 	var killed []int
 	for pgid, start := range live { // every kill first, then the words
 		if KillGroup(pgid, start) {
@@ -285,29 +339,33 @@ func runGuard(in io.Reader) int {
 	if len(killed) > 0 {
 		warnf("guard: the plugin died; killed the process groups %v it had started", killed)
 	}
-	return 0
 }
 
-// applyLine applies one "+ pgid start" or "- pgid" line to live; anything
-// else is ignored.
-func applyLine(live map[int]uint64, line string) {
+// applyLine applies one "+ pgid start" or "- pgid" line to live and
+// returns the group and the line's op ('+' or '-'); anything else is
+// ignored (op 0).
+func applyLine(live map[int]uint64, line string) (pgid int, op byte) {
 	f := strings.Fields(line)
 	if len(f) < 2 {
-		return
+		return 0, 0
 	}
 	pgid, err := strconv.Atoi(f[1])
 	if err != nil || pgid <= 1 {
-		return
+		return 0, 0
 	}
 	switch {
 	case f[0] == "+" && len(f) == 3:
 		start, err := strconv.ParseUint(f[2], 10, 64)
-		if err == nil {
-			live[pgid] = start
+		if err != nil {
+			return 0, 0
 		}
+		live[pgid] = start
+		return pgid, '+'
 	case f[0] == "-":
 		delete(live, pgid)
+		return pgid, '-'
 	}
+	return 0, 0
 }
 
 // --- the journal (the node side)

@@ -6,10 +6,12 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -76,13 +78,30 @@ func withMarker(t *testing.T, m string) []int {
 // parent-death signal alone would leave behind), and their journal entries
 // are gone. The plugin's stderr, which the guard shares, has no reader any
 // more (as when the node died first): the guard still kills every group.
+// With a journal the guard learns the groups from it (the second group is
+// written only there); without one, from the plugin's lines.
 func TestPluginDeathKillsTheWholeGroup(t *testing.T) {
-	dir := t.TempDir()
+	for _, journaled := range []bool{true, false} {
+		t.Run(fmt.Sprintf("journal=%v", journaled), func(t *testing.T) {
+			dir := ""
+			if journaled {
+				dir = t.TempDir()
+			}
+			testPluginDeath(t, dir)
+		})
+	}
+}
+
+func testPluginDeath(t *testing.T, dir string) {
 	m1, m2 := marker(), marker()
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	plugin := exec.Command(exe)
-	plugin.Env = append(os.Environ(), envFakePlugin+"=sleep "+m1+"; true\nsleep "+m2+"; true", EnvDir+"="+dir)
+	plugin.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, EnvDir+"=") }),
+		envFakePlugin+"=sleep "+m1+"; true\nsleep "+m2+"; true")
+	if dir != "" {
+		plugin.Env = append(plugin.Env, EnvDir+"="+dir)
+	}
 	out, err := plugin.StdoutPipe()
 	require.NoError(t, err)
 	stderrR, stderrW, err := os.Pipe()
@@ -104,22 +123,61 @@ func TestPluginDeathKillsTheWholeGroup(t *testing.T) {
 
 	require.Eventually(t, func() bool { return len(withMarker(t, m1)) == 1 && len(withMarker(t, m2)) == 1 },
 		10*time.Second, 20*time.Millisecond, "the shells' sleeps run")
-	listed, err := Journaled(dir)
-	require.NoError(t, err)
-	for _, pgid := range pgids {
-		start, err := StartTime(pgid)
+	if dir != "" {
+		listed, err := Journaled(dir)
 		require.NoError(t, err)
-		require.Equal(t, start, listed[pgid], "the running group is in the journal")
+		for _, pgid := range pgids {
+			start, err := StartTime(pgid)
+			require.NoError(t, err)
+			require.Equal(t, start, listed[pgid], "the running group is in the journal")
+		}
 	}
 
 	require.NoError(t, stderrR.Close()) // nobody reads the plugin's (and the guard's) stderr now
 	require.NoError(t, plugin.Process.Signal(syscall.SIGKILL))
 	require.Eventually(t, func() bool { return len(withMarker(t, m1)) == 0 && len(withMarker(t, m2)) == 0 },
 		10*time.Second, 20*time.Millisecond, "no process of the groups outlives the plugin")
-	require.Eventually(t, func() bool {
-		ents, err := os.ReadDir(dir)
-		return err == nil && len(ents) == 0
-	}, 10*time.Second, 20*time.Millisecond, "the guard removes the journal entries")
+	if dir != "" {
+		require.Eventually(t, func() bool {
+			ents, err := os.ReadDir(dir)
+			return err == nil && len(ents) == 0
+		}, 10*time.Second, 20*time.Millisecond, "the guard removes the journal entries")
+	}
+}
+
+// TestGuardReadsTheJournalThenItsLines: after a "j" line the guard's list
+// is the journal, changed by the lines that follow it (those the journal
+// could not take): a group the journal lists is killed, one a later line
+// unlists is spared, one only a later line lists is killed, and the lines
+// before the "j" line do not count.
+func TestGuardReadsTheJournalThenItsLines(t *testing.T) {
+	dir := t.TempDir()
+	mJournal, mUnlisted, mLine, mBefore := marker(), marker(), marker(), marker()
+	pJournal := startGroup(t, "sleep "+mJournal+"; true")
+	pUnlisted := startGroup(t, "sleep "+mUnlisted+"; true")
+	pLine := startGroup(t, "sleep "+mLine+"; true")
+	pBefore := startGroup(t, "sleep "+mBefore+"; true")
+	for _, m := range []string{mJournal, mUnlisted, mLine, mBefore} {
+		require.Eventually(t, func() bool { return len(withMarker(t, m)) == 1 }, 10*time.Second, 20*time.Millisecond)
+	}
+	start := func(pid int) uint64 {
+		st, err := StartTime(pid)
+		require.NoError(t, err)
+		return st
+	}
+	path := filepath.Join(dir, journalPrefix+"1-x")
+	require.NoError(t, os.WriteFile(path, fmt.Appendf(nil, "+ %d %d\n+ %d %d\n",
+		pJournal, start(pJournal), pUnlisted, start(pUnlisted)), 0o600))
+	in := fmt.Sprintf("+ %d %d\nj %s\n- %d\n+ %d %d\n",
+		pBefore, start(pBefore), path, pUnlisted, pLine, start(pLine))
+
+	killListed(strings.NewReader(in))
+	require.Eventually(t, func() bool { return len(withMarker(t, mJournal)) == 0 && len(withMarker(t, mLine)) == 0 },
+		10*time.Second, 20*time.Millisecond, "the journal's group and the line's group are killed")
+	require.Len(t, withMarker(t, mUnlisted), 1, "a group unlisted after the journal is spared")
+	require.Len(t, withMarker(t, mBefore), 1, "a line before the journal was named does not count")
+	_, err := os.Stat(path)
+	require.ErrorIs(t, err, fs.ErrNotExist, "the guard removes the journal")
 }
 
 // startGroup starts a shell running script in a group of its own, not

@@ -123,7 +123,7 @@ func main() {
 	flag.IntVar(&cfg.receiverNice, "receiver-nice", 0, "lean receiver: run each of its loops on an OS thread of its own at this nice value "+
 		"(negative: ahead of Cronix's and the floor client's threads, which needs CAP_SYS_NICE; 0: goroutines on Go's threads)")
 	flag.StringVar(&cfg.pprofAddr, "pprof-addr", "", "start the standalone with --pprof-addr (for profiling during a run)")
-	flag.StringVar(&cfg.logLevel, "log-level", "warn", "the standalone's CRONIX_LOG_LEVEL; with --keep its output is kept as standalone.log beside its data dir")
+	flag.StringVar(&cfg.logLevel, "log-level", "warn", "the standalone's (and the spread row's node processes') CRONIX_LOG_LEVEL; with --keep their output is kept as standalone.log (node-N.log) beside the data dir")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary data dirs")
 	flag.StringVar(&cfg.samplesDir, "samples-dir", "", "write each http row's samples (scheduled second, job, lateness at the handler and at the socket in µs) to DIR/<row>.txt")
 	flag.Int64Var(&cfg.seed, "seed", time.Now().UnixNano(), "seed of the scale schedules")

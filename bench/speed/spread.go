@@ -37,11 +37,14 @@ func spreadWorkload(ctx context.Context, cfg config, rate int) (row, error) {
 		return row{}, fmt.Errorf("etcd password: %w", err)
 	}
 	env := []string{"CRONIX_NODE_TOKEN=" + strings.TrimSpace(string(token)), "CRONIX_ETCD_USERNAME=root",
-		"CRONIX_ETCD_PASSWORD=" + strings.TrimSpace(string(etcdPW)), "CRONIX_LOG_LEVEL=warn"}
+		"CRONIX_ETCD_PASSWORD=" + strings.TrimSpace(string(etcdPW)), "CRONIX_LOG_LEVEL=" + cfg.logLevel}
 	var nodes []*harness.Proc
 	defer func() {
-		for _, n := range nodes {
+		for i, n := range nodes {
 			n.KillGroup()
+			if cfg.keep { // beside standalone.log: a slow second is explained there, if anywhere
+				_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("node-%d.log", i+1)), []byte(n.Output()), 0o600)
+			}
 		}
 	}()
 	for i := 1; i < cfg.spreadNodes; i++ {

@@ -32,7 +32,7 @@ var compactMin = 4096
 
 type journal struct {
 	dir, path string
-	f         *os.File // nil when closed or after a write failed
+	f         *os.File // nil when closed or not opened
 	lines     int
 }
 

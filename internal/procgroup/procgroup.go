@@ -19,9 +19,11 @@
 //     re-executed with CRONIX_PROCGROUP_GUARD=1 (see the init hook), in its
 //     own process group, with a pipe as stdin. With a journal (3) the
 //     plugin writes "j path" there, and the journal file is the list: a
-//     run costs the guard nothing (no line, no wake-up). Without one, or
-//     for a line the journal could not take, it writes "+ pgid start" when
-//     a group starts and "- pgid" when its run is over. When the plugin
+//     run costs the guard nothing (no line, no wake-up). A journal is
+//     complete or absent: after a failed write a new file listing every
+//     live group replaces it (and its path goes to the guard). Without a
+//     journal the plugin writes "+ pgid start" when a group starts and
+//     "- pgid" when its run is over. When the plugin
 //     dies, for any reason, the pipe closes and the guard reads the
 //     journal, applies the lines that came after its "j", kills every group
 //     still listed (SIGKILL to -pgid), removes the journal file, then exits.

@@ -180,19 +180,23 @@ func (r *registry) remove(pgid int) {
 	}
 }
 
-// journalLocked appends line (live already changed) to the journal, opening
-// it (with every live group) first when needed, and reports whether the
-// line is in it. A journal opened here (the first, or one in a new
-// directory) is told to the guard, which from then on reads the groups
-// from that file when the plugin dies: a line in the journal is not also
-// sent to the guard, only one the journal could not take.
+// journalLocked appends line (live already changed) to the journal and
+// reports whether the journal now lists every live group. The journal is
+// complete or absent: when there is none yet, it moved to another
+// directory or a write failed, a new one listing every live group
+// replaces it (the old file is removed once the new one is written). A new
+// journal is told to the guard, which from then on reads the groups from
+// that file when the plugin dies, so a line in the journal is not also
+// sent to the guard. When no journal can be written any more, the guard
+// is sent every live group instead.
 func (r *registry) journalLocked(line string) bool {
 	dir := r.journalDirLocked()
-	if r.journal.dir == dir && r.journal.f != nil {
-		return r.journal.append(line, r.live)
+	if r.journal.dir == dir && r.journal.f != nil && r.journal.append(line, r.live) {
+		return true
 	}
-	hadJournal := r.journal.f != nil
-	r.journal.close()
+	old := r.journal
+	r.journal = journal{}
+	defer old.close()
 	if dir != "" {
 		err := r.journal.open(dir, r.live)
 		if err == nil {
@@ -203,7 +207,7 @@ func (r *registry) journalLocked(line string) bool {
 		}
 		warnf("journal: %v", err)
 	}
-	if !hadJournal || r.guard == nil {
+	if old.f == nil || r.guard == nil {
 		return false
 	}
 	// The guard's journal is gone: it gets the list itself again.

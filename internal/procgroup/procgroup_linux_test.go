@@ -353,3 +353,58 @@ func BenchmarkReadStat(b *testing.B) {
 		}
 	}
 }
+
+// bufGuard stands in for the guard's stdin.
+type bufGuard struct{ bytes.Buffer }
+
+func (*bufGuard) Close() error { return nil }
+
+// TestAFailedJournalWriteStartsACompleteJournal: when a line cannot be
+// written to the journal, a new journal listing every live group replaces
+// it and the guard is told its path; the guard never gets the run's line
+// itself, and the journal stays complete.
+func TestAFailedJournalWriteStartsACompleteJournal(t *testing.T) {
+	dir := t.TempDir()
+	g := &bufGuard{}
+	r := &registry{live: map[int]uint64{}, dir: dir, dirSet: true, guard: g}
+	defer r.journal.close()
+	r.add(100, 1)
+	r.add(101, 2)
+	first := r.journal.path
+	require.Equal(t, "j "+first+"\n", g.String(), "the guard is told the journal, not the runs")
+
+	require.NoError(t, r.journal.f.Close()) // the next write fails
+	g.Reset()
+	r.add(102, 3)
+	require.NotEqual(t, first, r.journal.path)
+	require.Equal(t, "j "+r.journal.path+"\n", g.String(), "the guard is told the new journal")
+	_, err := os.Stat(first)
+	require.ErrorIs(t, err, fs.ErrNotExist, "the incomplete journal is removed")
+	listed, err := Journaled(dir)
+	require.NoError(t, err)
+	require.Equal(t, map[int]uint64{100: 1, 101: 2, 102: 3}, listed)
+
+	g.Reset()
+	r.remove(101)
+	require.Empty(t, g.String())
+	listed, err = Journaled(dir)
+	require.NoError(t, err)
+	require.Equal(t, map[int]uint64{100: 1, 102: 3}, listed)
+
+	// No journal can be written any more (its directory cannot be made):
+	// the guard gets the list itself, and the old journal is gone.
+	file := filepath.Join(t.TempDir(), "a-file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	old := r.journal.path
+	r.dir = filepath.Join(file, "procs")
+	g.Reset()
+	r.add(103, 4)
+	lines := strings.Split(strings.TrimSpace(g.String()), "\n")
+	require.Equal(t, "j ", lines[0], "an empty journal path: no journal")
+	require.ElementsMatch(t, []string{"+ 100 1", "+ 102 3", "+ 103 4"}, lines[1:])
+	_, err = os.Stat(old)
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	g.Reset()
+	r.remove(100)
+	require.Equal(t, "- 100\n", g.String(), "without a journal every line goes to the guard")
+}

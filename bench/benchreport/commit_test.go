@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -34,8 +35,7 @@ func TestGitCommitIgnoresDocs(t *testing.T) {
 	write("docs/benchmarks.md", "# Benchmarks\n")
 	git("add", ".")
 	git("commit", "-q", "-m", "first")
-	head := git("rev-parse", "--short", "HEAD")
-	head = head[:len(head)-1]
+	head := strings.TrimSpace(git("rev-parse", "--short", "HEAD"))
 	t.Chdir(dir)
 
 	require.Equal(t, head, GitCommit())

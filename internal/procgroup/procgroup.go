@@ -23,10 +23,10 @@
 //     complete or absent: after a failed write a new file listing every
 //     live group replaces it (and its path goes to the guard). Without a
 //     journal the plugin writes "+ pgid start" when a group starts and
-//     "- pgid" when its run is over. When the plugin
-//     dies, for any reason, the pipe closes and the guard reads the
-//     journal, applies the lines that came after its "j", kills every group
-//     still listed (SIGKILL to -pgid), removes the journal file, then exits.
+//     "- pgid" when its run is over. When the plugin dies, for any reason,
+//     the pipe closes and the guard reads the journal (or its own list),
+//     kills every group listed (SIGKILL to -pgid), removes the journal
+//     file, then exits.
 //  3. The journal. When EnvDir is set (the node sets it to <data-dir>/procs
 //     for its plugins), each process appends the same lines to a file of
 //     its own there, journal-<pid>-<random> (one write per line, no file

@@ -236,7 +236,8 @@ func (r *registry) sendLocked(line string) {
 	}
 }
 
-// startGuardLocked starts the guard and lists every live group to it.
+// startGuardLocked starts the guard and tells it the journal or, without
+// one, every live group.
 func (r *registry) startGuardLocked() {
 	exe, err := os.Executable()
 	if err != nil {
@@ -277,8 +278,9 @@ func (r *registry) startGuardLocked() {
 // in ends, then kills every group still listed and removes the plugin's
 // journal file. After a "j" line the journal is the list: it held every
 // live group when it was named, and the plugin appends to it instead of
-// writing here; the lines that still come here are the ones the journal
-// could not take, applied after it.
+// writing here. The plugin keeps its journal complete or sends "j " (no
+// journal) and the list itself, so it writes no "+" or "-" after a "j
+// path"; such a line would still be applied on top of the journal.
 func runGuard(in io.Reader) int {
 	// Its life is the plugin's: a terminal's ^C or a TERM meant for the
 	// plugin's group must not take it away first.

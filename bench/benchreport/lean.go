@@ -113,7 +113,18 @@ var (
 // LeanOption sets an option of StartLeanReceiver.
 type LeanOption func(*leanOptions)
 
-type leanOptions struct{ nice int }
+type leanOptions struct {
+	nice        int
+	quiet, hold time.Duration
+}
+
+// WithAnswerHold holds a worker's answers until none of its connections has
+// had anything to read for quiet (rounded down to whole milliseconds), or
+// until the oldest has waited hold, whichever comes first. 0 (the default)
+// writes them as soon as nothing is ready to read.
+func WithAnswerHold(quiet, hold time.Duration) LeanOption {
+	return func(o *leanOptions) { o.quiet, o.hold = quiet, hold }
+}
 
 // WithNice runs each of the receiver's workers on an OS thread of its own
 // at nice value n (Linux only; a negative n needs CAP_SYS_NICE, and

@@ -18,7 +18,8 @@ import (
 // of connections (no goroutine per connection), read every ready
 // connection and stamp each complete request as it is parsed; they write
 // the answers (204 No Content) only when no connection has anything left
-// to read: a request's arrival is not held behind the answers to others. It takes requests
+// to read (with WithAnswerHold, once none has had anything for the quiet
+// time): a request's arrival is not held behind the answers to others. It takes requests
 // with a Content-Length body or none, keep-alive or not; anything else
 // (a chunked body, a malformed head, over 64 KiB) is answered 400 and its
 // connection closed.
@@ -37,6 +38,8 @@ type leanWorker struct {
 	fn    func(Arrived)
 	mu    sync.Mutex // conns: a connection is added by the worker that accepted it
 	conns map[int32]*leanConn
+	// quiet, hold: see WithAnswerHold.
+	quiet, hold time.Duration
 }
 
 // leanConn is one connection's unparsed input and pending answers.
@@ -76,7 +79,7 @@ func StartLeanReceiver(workers int, fn func(Arrived), opts ...LeanOption) (*Lean
 			r.Close()
 			return nil, fmt.Errorf("lean receiver: epoll: %w", err)
 		}
-		r.workers = append(r.workers, &leanWorker{r: r, ep: ep, fn: fn, conns: map[int32]*leanConn{}})
+		r.workers = append(r.workers, &leanWorker{r: r, ep: ep, fn: fn, conns: map[int32]*leanConn{}, quiet: o.quiet, hold: o.hold})
 	}
 	started := make(chan error, len(r.workers))
 	for _, w := range r.workers {
@@ -174,11 +177,26 @@ func (w *leanWorker) run(nice int, started chan<- error) {
 	// pending are the connections with answers to write. They are written
 	// only when no connection has more to read: reading (and so stamping)
 	// the requests comes before answering any of them.
-	var pending []*leanConn
+	var (
+		pending []*leanConn
+		since   time.Time // when the oldest pending answer was queued
+	)
+	flush := func() {
+		for _, c := range pending {
+			c.queued = false
+			if !c.flush() || c.close {
+				w.drop(c)
+			}
+		}
+		pending = pending[:0]
+	}
 	for {
 		timeout := -1
 		if len(pending) > 0 {
 			timeout = 0
+			if left := w.hold - time.Since(since); w.quiet > 0 && left > 0 {
+				timeout = int(min(w.quiet, left).Milliseconds())
+			}
 		}
 		n, err := unix.EpollWait(w.ep, events, timeout)
 		if errors.Is(err, unix.EINTR) {
@@ -188,13 +206,7 @@ func (w *leanWorker) run(nice int, started chan<- error) {
 			return
 		}
 		if n == 0 {
-			for _, c := range pending {
-				c.queued = false
-				if !c.flush() || c.close {
-					w.drop(c)
-				}
-			}
-			pending = pending[:0]
+			flush()
 			continue
 		}
 		for _, ev := range events[:n] {
@@ -210,11 +222,17 @@ func (w *leanWorker) run(nice int, started chan<- error) {
 				if c != nil {
 					w.read(c, oob)
 					if !c.queued {
+						if len(pending) == 0 {
+							since = time.Now()
+						}
 						c.queued = true
 						pending = append(pending, c)
 					}
 				}
 			}
+		}
+		if len(pending) > 0 && w.quiet > 0 && time.Since(since) >= w.hold {
+			flush()
 		}
 	}
 }
@@ -270,7 +288,7 @@ func (w *leanWorker) drop(c *leanConn) {
 	}
 }
 
-// read reads everything c has, then parses, stamps and hands over its
+// read reads what c has, then parses, stamps and hands over its
 // complete requests, queueing their answers. End of input or an error
 // marks c for closing once its answers are written.
 func (w *leanWorker) read(c *leanConn, oob []byte) {
@@ -288,6 +306,7 @@ func (w *leanWorker) take(c *leanConn, oob []byte) {
 		if len(c.in) == cap(c.in) {
 			c.in = append(c.in, make([]byte, cap(c.in))...)[:len(c.in)]
 		}
+		room := cap(c.in) - len(c.in)
 		n, oobn, _, _, err := unix.Recvmsg(c.fd, c.in[len(c.in):cap(c.in)], oob, 0)
 		if errors.Is(err, unix.EINTR) {
 			continue
@@ -302,6 +321,13 @@ func (w *leanWorker) take(c *leanConn, oob []byte) {
 		c.in = c.in[:len(c.in)+n]
 		if ts, ok := receiveTimestamp(oob[:oobn]); ok {
 			c.socket = ts
+		}
+		if n < room {
+			// The socket had less than the room: it was empty when read.
+			// Not asking again saves a recvmsg that would say EAGAIN; the
+			// epoll set is level-triggered, so what comes later (the end
+			// of input included) is reported by the next wait.
+			break
 		}
 	}
 	for len(c.in) > 0 {

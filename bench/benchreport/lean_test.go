@@ -56,15 +56,23 @@ func TestParseLeanRequest(t *testing.T) {
 // net/http client on kept-alive connections (with and without a body),
 // stamps each with its path and fire id, answers pipelined requests in
 // order, closes on Connection: close, answers a chunked body 400, and
-// refuses connections after Close.
+// refuses connections after Close; with answers written at once and with
+// answers held for a quiet moment.
 func TestLeanReceiver(t *testing.T) {
+	t.Run("answer at once", func(t *testing.T) { testLeanReceiver(t) })
+	t.Run("answer when quiet", func(t *testing.T) {
+		testLeanReceiver(t, WithAnswerHold(2*time.Millisecond, 50*time.Millisecond))
+	})
+}
+
+func testLeanReceiver(t *testing.T, opts ...LeanOption) {
 	var mu sync.Mutex
 	var got []Arrived
 	rec, err := StartLeanReceiver(2, func(a Arrived) {
 		mu.Lock()
 		got = append(got, a)
 		mu.Unlock()
-	})
+	}, opts...)
 	require.NoError(t, err)
 	defer rec.Close()
 	arrived := func() []Arrived {
@@ -145,6 +153,45 @@ func TestLeanReceiver(t *testing.T) {
 	rec.Close()
 	_, err = net.DialTimeout("tcp", strings.TrimPrefix(rec.URL(""), "http://"), 5*time.Second)
 	require.Error(t, err, "closed")
+}
+
+// TestLeanReceiverHoldsAnswersWhileReading: with WithAnswerHold, a
+// request's answer is written only after a request that came on another
+// connection within the quiet time has been read (and stamped).
+func TestLeanReceiverHoldsAnswersWhileReading(t *testing.T) {
+	stamped := make(chan string, 2)
+	rec, err := StartLeanReceiver(1, func(a Arrived) { stamped <- a.Path },
+		WithAnswerHold(3*time.Second, 3*time.Second))
+	require.NoError(t, err)
+	defer rec.Close()
+	addr := strings.TrimPrefix(rec.URL(""), "http://")
+	first, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer first.Close()
+	second, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer second.Close()
+
+	_, err = io.WriteString(first, "GET /first HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	require.Equal(t, "/first", <-stamped)
+	// The first answer is held: the worker has read within the quiet time.
+	_, err = io.WriteString(second, "GET /second HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	require.NoError(t, first.SetReadDeadline(time.Now().Add(30*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(first), nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	select {
+	case p := <-stamped:
+		require.Equal(t, "/second", p)
+	default:
+		t.Fatal("the first answer was written before the second request, sent while it was held, was read")
+	}
+	require.NoError(t, second.SetReadDeadline(time.Now().Add(30*time.Second)))
+	resp, err = http.ReadResponse(bufio.NewReader(second), nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
 }
 
 // TestLeanReceiverSocketTimestamps: on Linux the lean receiver's requests

@@ -34,7 +34,7 @@ const floorClientEnv = "CRONIX_BENCH_HTTP_FLOOR_CLIENT"
 // says how close Cronix gets to this machine's own lateness for that many
 // simultaneous requests.
 func httpFloor(ctx context.Context, cfg config, rate, seconds int) (row, error) {
-	rec, err := startReceiver(cfg.receiver, cfg.receiverNice)
+	rec, err := startReceiver(cfg)
 	if err != nil {
 		return row{}, err
 	}

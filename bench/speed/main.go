@@ -42,6 +42,8 @@ type config struct {
 	logLevel                       string
 	receiver                       string
 	receiverNice                   int
+	receiverAnswerQuiet            time.Duration
+	receiverAnswerHold             time.Duration
 	gcLimitMiB                     int
 	samplesDir                     string
 	workloads                      []string
@@ -122,6 +124,11 @@ func main() {
 	flag.StringVar(&cfg.receiver, "receiver", receiverLean, "http receiver: lean (epoll, arrival = request read) or net/http (arrival = handler start, the receiver until stop 39)")
 	flag.IntVar(&cfg.receiverNice, "receiver-nice", 0, "lean receiver: run each of its loops on an OS thread of its own at this nice value "+
 		"(negative: ahead of Cronix's and the floor client's threads, which needs CAP_SYS_NICE; 0: goroutines on Go's threads)")
+	flag.DurationVar(&cfg.receiverAnswerQuiet, "receiver-answer-quiet", 2*time.Millisecond, "lean receiver: answer a loop's requests once it has had "+
+		"nothing to read for this long (whole milliseconds), so that its answers, and the senders' work on them, come after a second's burst "+
+		"and not inside it (0: answer as soon as nothing is ready to read, the receiver until stop 53)")
+	flag.DurationVar(&cfg.receiverAnswerHold, "receiver-answer-hold", 50*time.Millisecond, "lean receiver: with --receiver-answer-quiet, "+
+		"answer a request at the latest this long after the loop queued its oldest unanswered one")
 	flag.StringVar(&cfg.pprofAddr, "pprof-addr", "", "start the standalone with --pprof-addr (for profiling during a run)")
 	flag.StringVar(&cfg.logLevel, "log-level", "warn", "the standalone's (and the spread row's node processes') CRONIX_LOG_LEVEL; with --keep their output is kept as standalone.log (node-N.log) beside the data dir")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary data dirs")
@@ -367,9 +374,10 @@ func header(b *strings.Builder, cfg config, title string) {
 		benchreport.Machine(), benchreport.GitCommit(), "go run ./bench/speed "+shellArgs(os.Args[1:]))
 }
 
-// arrivalMeaning says what a request's arrival is with the given receiver
-// (nice: --receiver-nice).
-func arrivalMeaning(kind string, nice int) string {
+// arrivalMeaning says what a request's arrival is with cfg's receiver
+// (--receiver, --receiver-nice, --receiver-answer-quiet and -hold).
+func arrivalMeaning(cfg config) string {
+	kind, nice := cfg.receiver, cfg.receiverNice
 	if kind == receiverNetHTTP {
 		return "when the receiver's handler starts (a `net/http` server, `--receiver net/http`)"
 	}
@@ -377,8 +385,15 @@ func arrivalMeaning(kind string, nice int) string {
 	if nice != 0 {
 		loops = fmt.Sprintf(", each on an OS thread of its own at nice %d (`--receiver-nice`)", nice)
 	}
+	answers := "answering as soon as nothing is ready to read (`--receiver-answer-quiet 0`)"
+	if cfg.receiverAnswerQuiet > 0 {
+		answers = fmt.Sprintf("answering a loop's requests once it has had nothing to read for %s, or %s after the oldest "+
+			"(`--receiver-answer-quiet`, `--receiver-answer-hold`; until stop 53 it answered as soon as nothing was ready, and its "+
+			"answers' loopback sends, and the senders' work on the answers, took both cores' time inside a second's burst)",
+			cfg.receiverAnswerQuiet, cfg.receiverAnswerHold)
+	}
 	return "when the receiver had read the whole request (the bench's lean receiver: epoll loops, one per core" + loops + ", that read and " +
-		"stamp every request ready before answering any; until stop 39 the bench used a `net/http` server, whose handler " +
+		"stamp every request ready before answering any, " + answers + "; until stop 39 the bench used a `net/http` server, whose handler " +
 		"started 10–30 ms later at p99, for the floor as for Cronix; since stop 40 the bench process collects its garbage " +
 		"before each window and not during it, `--gc-limit-mib`, where its collections had held the receiver 50–125 ms " +
 		"in a few seconds of a window)"
@@ -390,7 +405,7 @@ func renderSpeed(cfg config, rows []row, ratios []string) string {
 	b.WriteString("One `cronix standalone` per row (embedded etcd, SQLite, single-voter raft, one node, `--http-allow-loopback`), " +
 		"jobs on `*/1 * * * * *` created through the API, measured over whole seconds after a " + cfg.warmup.String() + " warm-up. " +
 		"Lateness: **http** = request arrival at the bench's receiver − scheduled second (the fire is the one the request names in " +
-		"its `X-Cronix-Fire-Id` header), arrival being " + arrivalMeaning(cfg.receiver, cfg.receiverNice) + "; **at the socket** (http rows) = " +
+		"its `X-Cronix-Fire-Id` header), arrival being " + arrivalMeaning(cfg) + "; **at the socket** (http rows) = " +
 		"when the request's bytes reached the receiver's socket (the kernel's receive timestamp, `SO_TIMESTAMPNS`) − scheduled " +
 		"second, which leaves out the receiver's own wait for a CPU to read and parse the requests (it shares this machine's cores " +
 		"with Cronix); **shell** = the command's own " +

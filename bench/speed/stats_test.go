@@ -209,7 +209,8 @@ func TestArrivalsNamingTheirFireAreExact(t *testing.T) {
 func TestReceiverReadsTheFireIDHeader(t *testing.T) {
 	for _, kind := range []string{receiverLean, receiverNetHTTP} {
 		t.Run(kind, func(t *testing.T) {
-			rec, err := startReceiver(kind, 0)
+			rec, err := startReceiver(config{receiver: kind, receiverAnswerQuiet: 2 * time.Millisecond,
+				receiverAnswerHold: 50 * time.Millisecond})
 			require.NoError(t, err)
 			t.Cleanup(rec.Close)
 			for _, c := range []struct{ path, id string }{{"/j/0", "42-1700000001000"}, {"/j/0", ""}, {"/bg/", ""}} {
@@ -231,9 +232,9 @@ func TestReceiverReadsTheFireIDHeader(t *testing.T) {
 			require.Equal(t, 1, rec.bgCount())
 		})
 	}
-	_, err := startReceiver("nginx", 0)
+	_, err := startReceiver(config{receiver: "nginx"})
 	require.ErrorContains(t, err, "want lean or net/http")
-	_, err = startReceiver(receiverNetHTTP, -10)
+	_, err = startReceiver(config{receiver: receiverNetHTTP, receiverNice: -10})
 	require.ErrorContains(t, err, "a nice value is for the lean receiver only")
 }
 

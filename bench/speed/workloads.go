@@ -126,13 +126,15 @@ const (
 	receiverNetHTTP = "net/http"
 )
 
-func startReceiver(kind string, nice int) (*receiver, error) {
+func startReceiver(cfg config) (*receiver, error) {
+	kind, nice := cfg.receiver, cfg.receiverNice
 	r := &receiver{last: map[int64]time.Time{}}
 	switch kind {
 	case receiverLean:
 		lr, err := benchreport.StartLeanReceiver(runtime.NumCPU(), func(a benchreport.Arrived) {
 			r.record(a.Path, a.FireID, a.At, a.Socket)
-		}, benchreport.WithNice(nice))
+		}, benchreport.WithNice(nice),
+			benchreport.WithAnswerHold(cfg.receiverAnswerQuiet, cfg.receiverAnswerHold))
 		if errors.Is(err, os.ErrPermission) && nice != 0 {
 			return nil, fmt.Errorf("%w (--receiver-nice %d: a negative value needs CAP_SYS_NICE, 0 runs the receiver without)", err, nice)
 		}
@@ -265,7 +267,7 @@ type rig struct {
 func newRig(cfg config, name string) (*rig, error) {
 	rg := &rig{}
 	var err error
-	if rg.rec, err = startReceiver(cfg.receiver, cfg.receiverNice); err != nil {
+	if rg.rec, err = startReceiver(cfg); err != nil {
 		return nil, err
 	}
 	if rg.dir, err = os.MkdirTemp("", "cronix-speed-"+name+"-"); err != nil {

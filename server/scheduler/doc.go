@@ -106,12 +106,15 @@
 // list order. Placement uses the same eligibility. Group definitions are
 // loaded at start, on every /Cronix/signal/group/ change (the API puts it
 // after each group write) and on the relist timer. The strategies
-// ("" = FIRST): FIRST, LAST; ROUND (per-job counter); RANDOM;
+// ("" = FIRST): FIRST, LAST; ROUND (per-job counter, each job's cycle
+// starting at its id modulo the number of nodes); RANDOM;
 // CONSISTENT_HASH (ring of 160 virtual nodes per node: stable per
 // job, and when a node leaves only its jobs move); LEAST_FREQUENTLY_USED
 // (per-job use counts; a node new to the job starts at the current
-// minimum) and LEAST_RECENTLY_USED (per-job last use); FAILOVER (first node
-// whose registration status is "online" and whose last beat succeeded; a
+// minimum) and LEAST_RECENTLY_USED (per-job last use), both breaking ties
+// in that per-job order (so jobs on one schedule spread over the nodes in
+// every tick, instead of all firing on one node and then all on the next);
+// FAILOVER (first node whose registration status is "online" and whose last beat succeeded; a
 // node not probed yet counts as healthy; BeatInterval < 0 turns beats
 // off); BUSYOVER (first node without a
 // pending run key or process key of the job, from the cache: the run keys

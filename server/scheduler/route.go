@@ -125,7 +125,7 @@ func (l *loop) route(j *jobSpec) ([]target, string) {
 		return one(el[len(el)-1])
 	case cluster.RouteRound:
 		rs := l.routeStateOf(j.ID)
-		n := el[rs.Seq%uint64(len(el))]
+		n := el[(rs.Seq+uint64(j.ID))%uint64(len(el))]
 		rs.Seq++
 		return one(n)
 	case cluster.RouteRandom:
@@ -133,9 +133,9 @@ func (l *loop) route(j *jobSpec) ([]target, string) {
 	case cluster.RouteConsistentHash:
 		return []target{{node: l.ring(j, el).get(j.ID)}}, ""
 	case cluster.RouteLeastFrequentlyUse:
-		return one(l.leastFrequentlyUsed(j.ID, el))
+		return one(l.leastFrequentlyUsed(j.ID, rotated(el, j.ID)))
 	case cluster.RouteLeastRecentlyUsed:
-		return one(l.leastRecentlyUsed(j.ID, el))
+		return one(l.leastRecentlyUsed(j.ID, rotated(el, j.ID)))
 	case cluster.RouteFailover:
 		for _, n := range el {
 			if n.Status == NodeOnline && l.beat.healthy(n.UUID) {
@@ -162,10 +162,24 @@ func (l *loop) route(j *jobSpec) ([]target, string) {
 	}
 }
 
+// rotated is el starting at the job's own position (its id modulo the
+// number of nodes), wrapping around. ROUND starts its cycle there, and LFU
+// and LRU break ties in this order: many jobs on one schedule then spread
+// over the nodes in every tick, where starting each at the first node sent
+// all of a tick's fires to one node, the next tick's all to the next.
+func rotated(el []cluster.NodeInfo, jobID int64) []cluster.NodeInfo {
+	k := int(uint64(jobID) % uint64(len(el)))
+	if k == 0 {
+		return el
+	}
+	out := make([]cluster.NodeInfo, 0, len(el))
+	return append(append(out, el[k:]...), el[:k]...)
+}
+
 // leastFrequentlyUsed picks the eligible node with the fewest fires of the
-// job (ties: uuid order). A node new to the job starts at the current
-// minimum, so a joining node shares the load instead of taking every fire
-// until it caught up. Nodes no longer eligible are forgotten.
+// job (ties: the first in el, which route rotates per job). A node new to
+// the job starts at the current minimum, so a joining node shares the load
+// instead of taking every fire until it caught up. Nodes no longer eligible are forgotten.
 func (l *loop) leastFrequentlyUsed(jobID int64, el []cluster.NodeInfo) cluster.NodeInfo {
 	rs := l.routeStateOf(jobID)
 	if rs.Uses == nil {
@@ -193,7 +207,8 @@ func (l *loop) leastFrequentlyUsed(jobID int64, el []cluster.NodeInfo) cluster.N
 }
 
 // leastRecentlyUsed picks the eligible node whose latest fire of the job is
-// the oldest (never used first; ties: uuid order).
+// the oldest (never used first; ties: the first in el, which route rotates
+// per job).
 func (l *loop) leastRecentlyUsed(jobID int64, el []cluster.NodeInfo) cluster.NodeInfo {
 	rs := l.routeStateOf(jobID)
 	if rs.Last == nil {

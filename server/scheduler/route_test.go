@@ -115,8 +115,8 @@ func TestRouteRoundContinuesAcrossTerms(t *testing.T) {
 	h.start()
 	h.steps(30)
 	got := h.nodesOf(1, 30)
-	for i, n := range got {
-		require.Equal(t, []string{"a", "b", "c"}[i%3], n, "fire %d", i+1)
+	for i, n := range got { // job 1's cycle starts at its id modulo 3
+		require.Equal(t, []string{"a", "b", "c"}[(i+1)%3], n, "fire %d", i+1)
 	}
 	require.NoError(t, h.stop())
 	_, calls, _ := h.store.snapshot()
@@ -128,12 +128,44 @@ func TestRouteRoundContinuesAcrossTerms(t *testing.T) {
 	h.term++
 	h.start()
 	h.steps(4)
-	require.Equal(t, []string{"a", "b", "c", "a"}, h.nodesOf(1, 34)[30:])
+	require.Equal(t, []string{"b", "c", "a", "b"}, h.nodesOf(1, 34)[30:])
 	b, ok := h.raft.RouteState(routeKey(1))
 	require.True(t, ok)
 	var rs routeState
 	require.NoError(t, json.Unmarshal(b, &rs))
 	require.Equal(t, uint64(34), rs.Seq)
+}
+
+// Jobs on one schedule spread over the nodes in every tick (ROUND, LFU,
+// LRU), each job still cycling through all of them: started alike, every
+// job sent its fire of a tick to the same node.
+func TestRoutesSpreadEachTick(t *testing.T) {
+	t.Parallel()
+	h := threeNodes(t)
+	strategies := []string{cluster.RouteRound, cluster.RouteLeastFrequentlyUse, cluster.RouteLeastRecentlyUsed}
+	const perStrategy = 30
+	for s, strategy := range strategies {
+		for i := range perStrategy {
+			h.store.putJob(routed(int64(s*perStrategy+i+1), strategy))
+		}
+	}
+	h.start()
+	const ticks = 6
+	h.steps(ticks)
+	for s, strategy := range strategies {
+		for tick := range ticks {
+			perNode := map[string]int{}
+			for i := range perStrategy {
+				perNode[h.nodesOf(int64(s*perStrategy+i+1), ticks)[tick]]++
+			}
+			require.Equal(t, map[string]int{"a": 10, "b": 10, "c": 10}, perNode, "%s, tick %d", strategy, tick+1)
+		}
+		for i := range perStrategy {
+			got := h.nodesOf(int64(s*perStrategy+i+1), ticks)
+			require.Equal(t, map[string]int{"a": 2, "b": 2, "c": 2}, count(got), "%s, job %d cycles through the nodes: %v",
+				strategy, s*perStrategy+i+1, got)
+		}
+	}
 }
 
 func TestRouteRandom(t *testing.T) {

@@ -418,7 +418,7 @@ func renderSpeed(cfg config, rows []row, ratios []string) string {
 		"a shared machine, not Cronix.\n\n")
 	b.WriteString("A **spread** row adds `cronix node` processes to the standalone's own node in group `default` " +
 		"(joining its embedded etcd as the README shows), the jobs routed by the named strategy; its CPU and tree RSS include " +
-		"those processes, and its notes give each node's share of the window's runs. Like an http row it is followed by the http " +
+		"those processes, and its notes give each node's share of the window's runs and the largest deviation from an even share within one second (until stop 53 ROUND sent all of a second's fires to one node, the next second's to the next). Like an http row it is followed by the http " +
 		"floor at its rate (one client process sending that many requests at each second, no scheduler): what this machine " +
 		"allows that many simultaneous requests, against which line 6's bound can be read.\n\n")
 	b.WriteString("| workload | rate | window | lateness p50 / p99 / max | at the socket p50 / p99 / max | missed | duplicated | CPU (of " + strconv.Itoa(100*runtime.NumCPU()) + "%) | peak RSS tree / standalone |\n")

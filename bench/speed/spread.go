@@ -20,7 +20,7 @@ import (
 // "cronix node" processes joining its embedded etcd (as README describes),
 // jobs routed with cfg.spreadRoute. Besides the lateness it reports each
 // node's share of the window's runs and the largest deviation from an
-// even share.
+// even share, over the window and within one second.
 func spreadWorkload(ctx context.Context, cfg config, rate int) (row, error) {
 	rg, err := newRig(cfg, "spread")
 	if err != nil {
@@ -117,6 +117,7 @@ func nodeShares(ctx context.Context, dataDir string, ids []int64, start, end tim
 	}
 	defer st.Close()
 	perNode := map[string]int{}
+	perSecond := map[int64]map[string]int{}
 	total := 0
 	for _, id := range ids {
 		rs, _, err := st.ListRuns(ctx, id, store.Page{Page: 1, PageSize: 4 * (int(end.Sub(start)/time.Second) + 240)})
@@ -128,10 +129,41 @@ func nodeShares(ctx context.Context, dataDir string, ids []int64, start, end tim
 				continue
 			}
 			perNode[r.Node]++
+			sec := r.ScheduledAt.Unix()
+			if perSecond[sec] == nil {
+				perSecond[sec] = map[string]int{}
+			}
+			perSecond[sec][r.Node]++
 			total++
 		}
 	}
-	return describeShares(perNode, total), nil
+	return describeShares(perNode, total) + "; " + describeSecondShares(perSecond, perNode), nil
+}
+
+// describeSecondShares renders the largest deviation from an even share
+// within one scheduled second (among the nodes of the whole window): an
+// even split over the window can hide each second's fires all going to
+// one node.
+func describeSecondShares(perSecond map[int64]map[string]int, nodes map[string]int) string {
+	if len(perSecond) == 0 || len(nodes) == 0 {
+		return "per second: none recorded"
+	}
+	worst, worstAt := 0.0, int64(0)
+	for sec, counts := range perSecond {
+		total := 0
+		for _, c := range counts {
+			total += c
+		}
+		even := float64(total) / float64(len(nodes))
+		for n := range nodes {
+			dev := (float64(counts[n]) - even) / even * 100
+			if math.Abs(dev) > math.Abs(worst) || (math.Abs(dev) == math.Abs(worst) && (worstAt == 0 || sec < worstAt)) {
+				worst, worstAt = dev, sec
+			}
+		}
+	}
+	return fmt.Sprintf("within one second the largest deviation from an even share %+.1f%% (at %s, of %d seconds)",
+		worst, time.Unix(worstAt, 0).UTC().Format("15:04:05"), len(perSecond))
 }
 
 // describeShares renders runs per node and the largest deviation from an

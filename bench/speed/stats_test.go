@@ -246,6 +246,17 @@ func TestDescribeShares(t *testing.T) {
 	require.Contains(t, describeShares(map[string]int{"a": 50, "b": 50}, 100), "+0.0%")
 }
 
+// TestDescribeSecondShares: the worst second's deviation, against the
+// window's nodes (a node with no fire in a second is -100%).
+func TestDescribeSecondShares(t *testing.T) {
+	nodes := map[string]int{"a": 3, "b": 3, "c": 3}
+	even := map[int64]map[string]int{1700000000: {"a": 1, "b": 1, "c": 1}, 1700000001: {"a": 1, "b": 1, "c": 1}}
+	require.Contains(t, describeSecondShares(even, nodes), "+0.0% (at 22:13:20, of 2 seconds)")
+	lockstep := map[int64]map[string]int{1700000000: {"a": 3}, 1700000001: {"b": 3}, 1700000002: {"c": 3}}
+	require.Contains(t, describeSecondShares(lockstep, nodes), "+200.0% (at 22:13:20, of 3 seconds)")
+	require.Equal(t, "per second: none recorded", describeSecondShares(nil, nodes))
+}
+
 // TestSocketTally: the lateness at the socket uses each sample's receive
 // timestamp, and the handler's time where a sample has none; without any
 // timestamp there is no tally.

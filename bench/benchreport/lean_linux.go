@@ -175,8 +175,10 @@ func (w *leanWorker) run(nice int, started chan<- error) {
 	events := make([]unix.EpollEvent, 512)
 	oob := make([]byte, unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{})))*4)
 	// pending are the connections with answers to write. They are written
-	// only when no connection has more to read: reading (and so stamping)
-	// the requests comes before answering any of them.
+	// only when no connection has more to read (with a quiet time, when
+	// none has had anything for that long, or once the oldest has waited
+	// hold): reading (and so stamping) the requests comes before answering
+	// any of them.
 	var (
 		pending []*leanConn
 		since   time.Time // when the oldest pending answer was queued

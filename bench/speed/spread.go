@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -148,16 +150,23 @@ func describeSecondShares(perSecond map[int64]map[string]int, nodes map[string]i
 	if len(perSecond) == 0 || len(nodes) == 0 {
 		return "per second: none recorded"
 	}
-	worst, worstAt := 0.0, int64(0)
-	for sec, counts := range perSecond {
+	secs := make([]int64, 0, len(perSecond))
+	for sec := range perSecond {
+		secs = append(secs, sec)
+	}
+	slices.Sort(secs)
+	names := slices.Sorted(maps.Keys(nodes))
+	worst, worstAt := 0.0, secs[0]
+	for _, sec := range secs {
+		counts := perSecond[sec]
 		total := 0
 		for _, c := range counts {
 			total += c
 		}
 		even := float64(total) / float64(len(nodes))
-		for n := range nodes {
+		for _, n := range names {
 			dev := (float64(counts[n]) - even) / even * 100
-			if math.Abs(dev) > math.Abs(worst) || (math.Abs(dev) == math.Abs(worst) && (worstAt == 0 || sec < worstAt)) {
+			if math.Abs(dev) > math.Abs(worst) {
 				worst, worstAt = dev, sec
 			}
 		}

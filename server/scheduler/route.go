@@ -125,7 +125,7 @@ func (l *loop) route(j *jobSpec) ([]target, string) {
 		return one(el[len(el)-1])
 	case cluster.RouteRound:
 		rs := l.routeStateOf(j.ID)
-		n := el[(rs.Seq+uint64(j.ID))%uint64(len(el))]
+		n := el[at(el, j.ID, rs.Seq)]
 		rs.Seq++
 		return one(n)
 	case cluster.RouteRandom:
@@ -133,9 +133,9 @@ func (l *loop) route(j *jobSpec) ([]target, string) {
 	case cluster.RouteConsistentHash:
 		return []target{{node: l.ring(j, el).get(j.ID)}}, ""
 	case cluster.RouteLeastFrequentlyUse:
-		return one(l.leastFrequentlyUsed(j.ID, rotated(el, j.ID)))
+		return one(l.leastFrequentlyUsed(j.ID, el))
 	case cluster.RouteLeastRecentlyUsed:
-		return one(l.leastRecentlyUsed(j.ID, rotated(el, j.ID)))
+		return one(l.leastRecentlyUsed(j.ID, el))
 	case cluster.RouteFailover:
 		for _, n := range el {
 			if n.Status == NodeOnline && l.beat.healthy(n.UUID) {
@@ -162,24 +162,21 @@ func (l *loop) route(j *jobSpec) ([]target, string) {
 	}
 }
 
-// rotated is el starting at the job's own position (its id modulo the
-// number of nodes), wrapping around. ROUND starts its cycle there, and LFU
-// and LRU break ties in this order: many jobs on one schedule then spread
-// over the nodes in every tick, where starting each at the first node sent
-// all of a tick's fires to one node, the next tick's all to the next.
-func rotated(el []cluster.NodeInfo, jobID int64) []cluster.NodeInfo {
-	k := int(uint64(jobID) % uint64(len(el)))
-	if k == 0 {
-		return el
-	}
-	out := make([]cluster.NodeInfo, 0, len(el))
-	return append(append(out, el[k:]...), el[:k]...)
+// at is the index in el of the k-th node in the job's own order: el
+// starting at the job's id modulo len(el), wrapping around. ROUND's cycle
+// follows it, and LFU and LRU break ties by it, so many jobs on one
+// schedule spread over the nodes in every tick, where starting each at the
+// first node sent all of a tick's fires to one node, the next tick's all to
+// the next.
+func at(el []cluster.NodeInfo, jobID int64, k uint64) int {
+	return int((uint64(jobID) + k) % uint64(len(el)))
 }
 
 // leastFrequentlyUsed picks the eligible node with the fewest fires of the
-// job (ties: the first in el, which route rotates per job). A node new to
+// job (ties: the first in the job's own order, at). A node new to
 // the job starts at the current minimum, so a joining node shares the load
-// instead of taking every fire until it caught up. Nodes no longer eligible are forgotten.
+// instead of taking every fire until it caught up. Nodes no longer
+// eligible are forgotten.
 func (l *loop) leastFrequentlyUsed(jobID int64, el []cluster.NodeInfo) cluster.NodeInfo {
 	rs := l.routeStateOf(jobID)
 	if rs.Uses == nil {
@@ -194,11 +191,12 @@ func (l *loop) leastFrequentlyUsed(jobID int64, el []cluster.NodeInfo) cluster.N
 		}
 	}
 	best := -1
-	for i, n := range el {
-		if _, ok := rs.Uses[n.UUID]; !ok {
-			rs.Uses[n.UUID] = floor
+	for k := range el {
+		i := at(el, jobID, uint64(k))
+		if _, ok := rs.Uses[el[i].UUID]; !ok {
+			rs.Uses[el[i].UUID] = floor
 		}
-		if best < 0 || rs.Uses[n.UUID] < rs.Uses[el[best].UUID] {
+		if best < 0 || rs.Uses[el[i].UUID] < rs.Uses[el[best].UUID] {
 			best = i
 		}
 	}
@@ -207,17 +205,17 @@ func (l *loop) leastFrequentlyUsed(jobID int64, el []cluster.NodeInfo) cluster.N
 }
 
 // leastRecentlyUsed picks the eligible node whose latest fire of the job is
-// the oldest (never used first; ties: the first in el, which route rotates
-// per job).
+// the oldest (never used first; ties: the first in the job's own order,
+// at).
 func (l *loop) leastRecentlyUsed(jobID int64, el []cluster.NodeInfo) cluster.NodeInfo {
 	rs := l.routeStateOf(jobID)
 	if rs.Last == nil {
 		rs.Last = map[string]uint64{}
 	}
 	pruneTo(rs.Last, el)
-	best := 0
-	for i, n := range el {
-		if rs.Last[n.UUID] < rs.Last[el[best].UUID] {
+	best := at(el, jobID, 0)
+	for k := 1; k < len(el); k++ {
+		if i := at(el, jobID, uint64(k)); rs.Last[el[i].UUID] < rs.Last[el[best].UUID] {
 			best = i
 		}
 	}

@@ -167,6 +167,20 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	for i := range n.cfg.Plugins {
 		specs[i].Env = append(slices.Clip(specs[i].Env), procgroup.EnvDir+"="+procDir)
 	}
+	// Every plugin's go-plugin sockets go to a directory of this node,
+	// emptied here: a plugin killed with its node leaves its socket behind.
+	sockDir, err := pluginSocketDir(n.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	if sockDir != "" {
+		if err := clearPluginSockets(sockDir); err != nil {
+			return err
+		}
+		for i := range specs {
+			specs[i].Env = append(slices.Clip(specs[i].Env), envPluginSocketDir+"="+sockDir)
+		}
+	}
 	n.host = pluginhost.New(n.cfg.Logger, specs, pluginhost.Options{Metrics: n.cfg.Metrics})
 	if err := n.host.Start(ctx); err != nil {
 		return fmt.Errorf("node: plugins: %w", err)

@@ -71,7 +71,9 @@
 //     so a restart loses none that were synced, and their fires are not run
 //     again by the next process (it delivers them first). The fsync runs
 //     without the reporter's lock (finishing runs keep queueing results
-//     meanwhile; the next delivery's fsync covers them). Memory holds at
+//     meanwhile; the next delivery's fsync covers them). A finishing run
+//     only queues its result: the delivery encodes it, once, for both
+//     the spool and the POST, after the node's starts went quiet. Memory holds at
 //     most ResultMemory (64 MiB; the node's --result-memory) of
 //     undelivered results; past it, newer results are in the spool only
 //     and are read back in order as older ones are delivered, so an outage

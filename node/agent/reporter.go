@@ -3,7 +3,6 @@ package agent
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -56,6 +55,12 @@ type reporter struct {
 
 	mu    sync.Mutex
 	queue []cluster.RunResult // undelivered, oldest first
+	// unspooled counts the results at the end of queue not yet written to
+	// the spool (with one). Results are encoded by the delivering goroutine
+	// (encode), after the node's starts went quiet, not by the runs that
+	// finish during a tick's burst: encode writes them before each
+	// delivery, a spill or stop before the spool takes anything after them.
+	unspooled int
 	// queueBytes is the approxSize of queue; queue is followed by the
 	// spool's spilled results, if any.
 	queueBytes int
@@ -65,9 +70,6 @@ type reporter struct {
 	spoolAcks int
 	spool     *spool.Spool
 	closed    bool
-	// spooled tells enqueue, before it takes mu, whether to encode the
-	// result for the spool.
-	spooled atomic.Bool
 
 	notify chan struct{} // something was queued
 	kick   chan struct{} // a full batch is queued
@@ -90,15 +92,10 @@ type reporter struct {
 	done   chan struct{}
 }
 
-// enqueue queues a result for delivery. The result is encoded for the
-// spool before taking mu, and mu is never held across an fsync (see
-// syncSpool), so a finishing run does not wait for the disk.
+// enqueue queues a result for delivery. It neither encodes the result nor
+// writes the spool (encode does both before the next delivery, once the
+// node's starts went quiet), except when the result is spilled.
 func (r *reporter) enqueue(res cluster.RunResult) {
-	var line []byte
-	var encErr error
-	if r.spooled.Load() {
-		line, encErr = spool.Encode(res)
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -106,36 +103,58 @@ func (r *reporter) enqueue(res cluster.RunResult) {
 		return
 	}
 	size := approxSize(&res)
-	if r.spool != nil {
-		err := encErr
-		if err == nil && line == nil { // the spool was set after the check above
+	if r.spool != nil && r.memLimit > 0 && len(r.queue) > 0 && (r.spool.Spilled() > 0 || r.queueBytes+size > r.memLimit) {
+		if r.spool.Spilled() == 0 {
+			r.log.Warn("agent: undelivered results exceed the memory bound; newer ones wait in the spool only",
+				"results", len(r.queue), "bytes", r.queueBytes)
+		}
+		// Spilled results follow every queued one in the spool.
+		err := r.spoolTailLocked(len(r.queue), nil)
+		var line []byte
+		if err == nil {
 			line, err = spool.Encode(res)
 		}
-		spill := r.memLimit > 0 && len(r.queue) > 0 && (r.spool.Spilled() > 0 || r.queueBytes+size > r.memLimit)
-		switch {
-		case err != nil:
-		case !spill:
-			err = r.spool.AppendEncoded(line)
-		default:
-			if r.spool.Spilled() == 0 {
-				r.log.Warn("agent: undelivered results exceed the memory bound; newer ones wait in the spool only",
-					"results", len(r.queue), "bytes", r.queueBytes)
-			}
+		if err == nil {
 			err = r.spool.SpillEncoded(line)
 		}
-		if err != nil {
-			r.dropSpoolLocked(err)
-		} else if spill {
+		if err == nil {
 			signal(r.kick)
 			return
 		}
+		r.dropSpoolLocked(err) // kept in memory below
 	}
 	r.queue = append(r.queue, res)
 	r.queueBytes += size
+	if r.spool != nil {
+		r.unspooled++
+	}
 	if len(r.queue) >= r.batch {
 		signal(r.kick)
 	}
 	signal(r.notify)
+}
+
+// spoolTailLocked writes the queue's unspooled results before index end
+// to the spool's buffer: queue[i] encoded as encoded(i), or, where that is
+// nil (or encoded is), by spool.Encode. Caller holds mu; the spool is set.
+func (r *reporter) spoolTailLocked(end int, encoded func(i int) []byte) error {
+	for i := len(r.queue) - r.unspooled; i < end; i++ {
+		var line []byte
+		if encoded != nil {
+			line = encoded(i)
+		}
+		if line == nil {
+			var err error
+			if line, err = spool.Encode(r.queue[i]); err != nil {
+				return err
+			}
+		}
+		if err := r.spool.AppendEncoded(line); err != nil {
+			return err
+		}
+		r.unspooled--
+	}
+	return nil
 }
 
 // hold appends results to the queue (the oldest undelivered ones, read
@@ -201,7 +220,7 @@ func (r *reporter) dropSpoolLocked(err error) {
 // only reference.
 func (r *reporter) setSpoolLocked(sp *spool.Spool) {
 	r.spool = sp
-	r.spooled.Store(sp != nil)
+	r.unspooled = 0 // none while spilled; without a spool, none to write
 }
 
 func (r *reporter) start(ctx context.Context) {
@@ -320,32 +339,32 @@ func (r *reporter) flush(ctx context.Context) bool {
 	due := len(r.queue)
 	r.mu.Unlock()
 	for {
-		batch, full := r.peek()
-		if len(batch) > 0 && (due > 0 || full) {
-			if err := r.syncSpool(); err != nil {
-				r.log.Warn("agent: syncing result spool", "error", err)
+		n, full := r.peek()
+		deliver := n > 0 && (due > 0 || full)
+		if deliver {
+			lines, err := r.encode(n)
+			if err == nil {
+				err = r.post(ctx, lines)
 			}
-			if err := r.post(ctx, batch); err != nil {
-				r.log.Warn("agent: delivering results failed; will retry", "results", len(batch), "error", err)
+			if err != nil {
+				r.log.Warn("agent: delivering results failed; will retry", "results", n, "error", err)
 				return false
 			}
-			due += r.ack(len(batch)) - len(batch) // spilled results read back are due too
-		} else {
-			batch = nil
+			due += r.ack(n) - n // spilled results read back are due too
 		}
 		if err := r.deleteRunKeys(ctx); err != nil {
 			r.log.Warn("agent: deleting delivered run keys failed; will retry", "error", err)
 			return false
 		}
-		if batch == nil {
+		if !deliver {
 			return true
 		}
 	}
 }
 
-// peek returns the oldest queued results that fit in one batch, and
-// whether the batch is full (by count or by size).
-func (r *reporter) peek() ([]cluster.RunResult, bool) {
+// peek returns how many of the oldest queued results fit in one batch,
+// and whether the batch is full (by count or by size).
+func (r *reporter) peek() (int, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n, size := 0, 0
@@ -356,31 +375,67 @@ func (r *reporter) peek() ([]cluster.RunResult, bool) {
 		}
 		n++
 	}
-	return r.queue[:n:n], n == r.batch || n < len(r.queue)
+	return n, n == r.batch || n < len(r.queue)
 }
 
 func approxSize(res *cluster.RunResult) int {
 	return 400 + len(res.Output) + len(res.Message) + len(res.FireID) + len(res.Node)
 }
 
-// syncSpool makes every result queued so far durable. Under mu it only
-// hands the spool's buffer to the file; the fsync runs without mu, so
-// results keep being queued meanwhile (the next sync covers them: one fsync
-// per delivery attempt, whatever the number of results). Only the loop's
+// encode returns the encodings (spool.Encode) of the n oldest results,
+// the batch to deliver, and makes every result queued so far durable when
+// there is a spool: the results not in it yet are encoded without mu
+// (results keep being queued meanwhile), written to the spool's buffer
+// under mu, which hands that to the file, and the fsync runs without mu
+// (one fsync per delivery attempt, whatever the number of results). A
+// result is encoded once, for both, unless it is spooled by one delivery
+// and sent by a later one. A spool that fails is dropped (logged; the
+// results stay in memory and are delivered all the same). Only the loop's
 // goroutine (or stop, after the loop ended) calls it, never concurrently
-// with the spool's Ack.
-func (r *reporter) syncSpool() error {
+// with ack or the spool's Ack, so the queue's first elements stay where
+// they are.
+func (r *reporter) encode(n int) ([][]byte, error) {
+	r.mu.Lock()
+	end, from := len(r.queue), len(r.queue)
+	if r.spool != nil {
+		from -= r.unspooled
+	}
+	q := r.queue[:end:end]
+	r.mu.Unlock()
+	lo := max(from, n) // the results to spool after the batch: q[lo:end]
+	batch, err := encodeAll(q[:n])
+	if err != nil {
+		return nil, err
+	}
+	after, err := encodeAll(q[lo:end])
+	if err != nil {
+		return nil, err
+	}
+	encoded := func(i int) []byte {
+		switch {
+		case i < n:
+			return batch[i]
+		case i >= lo && i < end:
+			return after[i-lo]
+		}
+		return nil
+	}
 	r.mu.Lock()
 	sp := r.spool
 	if sp == nil {
 		r.mu.Unlock()
-		return nil
+		return batch, nil
 	}
-	fsync, err := sp.Flush()
+	// A spill meanwhile wrote the unspooled results itself.
+	err = r.spoolTailLocked(end, encoded)
+	var fsync func() error
+	if err == nil {
+		fsync, err = sp.Flush()
+	}
 	if err != nil {
 		r.dropSpoolLocked(err)
 		r.mu.Unlock()
-		return err
+		return batch, nil
 	}
 	r.mu.Unlock()
 	if err := fsync(); err != nil {
@@ -389,9 +444,20 @@ func (r *reporter) syncSpool() error {
 			r.dropSpoolLocked(err)
 		}
 		r.mu.Unlock()
-		return err
 	}
-	return nil
+	return batch, nil
+}
+
+// encodeAll encodes each result with spool.Encode.
+func encodeAll(results []cluster.RunResult) ([][]byte, error) {
+	lines := make([][]byte, len(results))
+	for i := range results {
+		var err error
+		if lines[i], err = spool.Encode(results[i]); err != nil {
+			return nil, err
+		}
+	}
+	return lines, nil
 }
 
 // ack removes the n oldest results, which a server accepted, and queues the
@@ -418,17 +484,14 @@ func (r *reporter) ack(n int) int {
 	return r.refillLocked()
 }
 
-// post sends one batch, trying each known server once, starting with the
-// one that answered last.
-func (r *reporter) post(ctx context.Context, batch []cluster.RunResult) error {
+// post sends one batch (its results' encodings), trying each known server
+// once, starting with the one that answered last.
+func (r *reporter) post(ctx context.Context, lines [][]byte) error {
 	urls := r.servers()
 	if len(urls) == 0 {
 		return errNoServer
 	}
-	body, err := json.Marshal(cluster.ResultBatch{Results: batch})
-	if err != nil {
-		return fmt.Errorf("encode result batch: %w", err)
-	}
+	body := batchBody(lines)
 	var errs []error
 	for i := range urls {
 		idx := (r.preferred + i) % len(urls)
@@ -443,6 +506,25 @@ func (r *reporter) post(ctx context.Context, batch []cluster.RunResult) error {
 		return nil
 	}
 	return errors.Join(errs...)
+}
+
+// batchBody is the JSON of a cluster.ResultBatch of the results whose
+// encodings (json.Marshal of each) are lines, as json.Marshal writes it.
+func batchBody(lines [][]byte) []byte {
+	const head, tail = `{"results":[`, `]}`
+	size := len(head) + len(tail) + len(lines)
+	for _, l := range lines {
+		size += len(l)
+	}
+	body := make([]byte, 0, size)
+	body = append(body, head...)
+	for i, l := range lines {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, l...)
+	}
+	return append(body, tail...)
 }
 
 func (r *reporter) postTo(ctx context.Context, base string, body []byte) error {
@@ -524,6 +606,9 @@ func (r *reporter) stop(ctx context.Context) {
 		r.log.Error("agent: stopping with undelivered results", "results", len(r.queue)+spilled, "spooled", r.spool != nil)
 	}
 	if r.spool != nil {
+		if err := r.spoolTailLocked(len(r.queue), nil); err != nil {
+			r.log.Error("agent: writing undelivered results to the spool", "error", err)
+		}
 		if err := r.spool.Close(); err != nil {
 			r.log.Error("agent: closing result spool", "error", err)
 		}

@@ -101,8 +101,11 @@ type Node struct {
 	mhttp *http.Server // the MetricsAddr listener; nil without one
 	maddr string       // its bound address
 	ready *health.Checker
-	wg    sync.WaitGroup
-	once  sync.Once
+	// sockDir is where the plugins create their sockets ("": go-plugin's
+	// default); removed by Stop once the plugins left it empty.
+	sockDir string
+	wg      sync.WaitGroup
+	once    sync.Once
 }
 
 // New prepares a node; its uuid is read from (or created in) DataDir.
@@ -169,16 +172,15 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	}
 	// Every plugin's go-plugin sockets go to a directory of this node,
 	// emptied here: a plugin killed with its node leaves its socket behind.
-	sockDir, err := pluginSocketDir(n.cfg.DataDir)
-	if err != nil {
+	if n.sockDir, err = pluginSocketDir(n.cfg.DataDir); err != nil {
 		return err
 	}
-	if sockDir != "" {
-		if err := clearPluginSockets(sockDir); err != nil {
+	if n.sockDir != "" {
+		if err := clearPluginSockets(n.sockDir); err != nil {
 			return err
 		}
 		for i := range specs {
-			specs[i].Env = append(slices.Clip(specs[i].Env), envPluginSocketDir+"="+sockDir)
+			specs[i].Env = append(slices.Clip(specs[i].Env), envPluginSocketDir+"="+n.sockDir)
 		}
 	}
 	n.host = pluginhost.New(n.cfg.Logger, specs, pluginhost.Options{Metrics: n.cfg.Metrics})
@@ -277,6 +279,10 @@ func (n *Node) Stop() {
 		}
 		if n.host != nil {
 			n.host.Stop()
+		}
+		if n.sockDir != "" {
+			// Empty unless a plugin had to be killed (the next start clears it).
+			_ = os.Remove(n.sockDir)
 		}
 		n.wg.Wait()
 	})

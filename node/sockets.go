@@ -26,7 +26,8 @@ const maxSocketDirLen = 107 - len("/plugin0123456789")
 // that is too long (go-plugin's default then). A plugin killed with its
 // node (the parent-death signal is SIGKILL) leaves its socket file
 // behind; clearPluginSockets removes those at the next start, where they
-// used to pile up in the temp dir, a few per node crash.
+// used to pile up in the temp dir, a few per node crash. A clean stop
+// removes the emptied directory (Node.Stop).
 func pluginSocketDir(dataDir string) (string, error) {
 	abs, err := filepath.Abs(dataDir)
 	if err != nil {

@@ -44,6 +44,18 @@ func BuildPackage(ctx context.Context, out, pkg string) (string, error) {
 	return out, nil
 }
 
+// PluginSocketsIn makes the plugins this process starts without a node
+// (tests that drive a plugin host directly) create their go-plugin sockets
+// in dir/plugin-sockets, so that a socket a killed plugin leaves goes with
+// dir, not into the system's temp dir. A node sets its own directory.
+func PluginSocketsIn(dir string) error {
+	sock := filepath.Join(dir, "plugin-sockets")
+	if err := os.MkdirAll(sock, 0o700); err != nil {
+		return fmt.Errorf("plugin socket dir: %w", err)
+	}
+	return os.Setenv("PLUGIN_UNIX_SOCKET_DIR", sock)
+}
+
 func moduleRoot(ctx context.Context) (string, error) {
 	b, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	if err != nil {

@@ -26,6 +26,10 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	if err := harness.PluginSocketsIn(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	shellBin, err = harness.BuildPackage(context.Background(), filepath.Join(dir, "cronix-plugin-shell"),
 		"./plugins/shell/cmd/cronix-plugin-shell")
 	if err != nil {

@@ -46,6 +46,10 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	if err := harness.PluginSocketsIn(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	ctx := context.Background()
 	if shellBin, err = harness.BuildPackage(ctx, filepath.Join(dir, "cronix-plugin-shell"),
 		"./plugins/shell/cmd/cronix-plugin-shell"); err != nil {

@@ -179,11 +179,8 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		if err := clearPluginSockets(n.sockDir); err != nil {
 			return err
 		}
-		for i := range specs {
-			specs[i].Env = append(slices.Clip(specs[i].Env), envPluginSocketDir+"="+n.sockDir)
-		}
 	}
-	n.host = pluginhost.New(n.cfg.Logger, specs, pluginhost.Options{Metrics: n.cfg.Metrics})
+	n.host = pluginhost.New(n.cfg.Logger, specs, pluginhost.Options{Metrics: n.cfg.Metrics, SocketDir: n.sockDir})
 	if err := n.host.Start(ctx); err != nil {
 		return fmt.Errorf("node: plugins: %w", err)
 	}

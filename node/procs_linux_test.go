@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,10 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/cronix/cronix/cluster"
-	"github.com/cronix/cronix/integration/harness"
 	"github.com/cronix/cronix/internal/procgroup"
-	"github.com/cronix/cronix/node/pluginhost"
 	"github.com/cronix/cronix/pluginapi"
 	"github.com/cronix/cronix/server/embedetcd/etcdtest"
 )
@@ -45,8 +41,7 @@ func alive(pid int) bool {
 func TestStartKillsJournaledGroupsAndPluginsJournalTheirs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	shellBin, err := harness.BuildPackage(ctx, filepath.Join(t.TempDir(), "cronix-plugin-shell"), "./plugins/shell/cmd/cronix-plugin-shell")
-	require.NoError(t, err)
+	shellBin := buildShell(ctx, t)
 
 	dataDir := t.TempDir()
 	procs := filepath.Join(dataDir, "procs")
@@ -62,10 +57,7 @@ func TestStartKillsJournaledGroupsAndPluginsJournalTheirs(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(procs, strconv.Itoa(pgid)), []byte(strconv.FormatUint(start, 10)+"\n"), 0o600))
 
-	n, err := New(Config{DataDir: dataDir, Keys: cluster.NewKeys(""), NodeToken: "t", LeaseTTL: 3 * time.Second,
-		Plugins: []pluginhost.Spec{{Name: "shell", Cmd: []string{shellBin}}}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		etcdtest.Client(t))
-	require.NoError(t, err)
+	n := newShellNode(t, dataDir, shellBin, etcdtest.Client(t))
 	require.NoError(t, n.Start(ctx))
 	defer n.Stop()
 	select {

@@ -9,11 +9,6 @@ import (
 	"path/filepath"
 )
 
-// envPluginSocketDir is go-plugin's variable (plugin.EnvUnixSocketDir)
-// naming the directory a plugin creates its Unix sockets in; without it
-// they go to the system's temp dir.
-const envPluginSocketDir = "PLUGIN_UNIX_SOCKET_DIR"
-
 // maxSocketDirLen bounds the directory of a plugin's sockets: go-plugin
 // names a socket "plugin" and up to 10 digits, and a Unix socket's path
 // has at most 107 bytes on Linux.

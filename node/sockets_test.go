@@ -4,8 +4,7 @@ package node
 
 import (
 	"context"
-	"io"
-	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,11 +13,22 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/cronix/cronix/cluster"
-	"github.com/cronix/cronix/integration/harness"
-	"github.com/cronix/cronix/node/pluginhost"
 	"github.com/cronix/cronix/server/embedetcd/etcdtest"
 )
+
+// leaveSocket leaves a Unix socket file at path, as a plugin killed
+// while listening there does (its listener never unlinks it).
+func leaveSocket(t *testing.T, path string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	require.NoError(t, err)
+	l.SetUnlinkOnClose(false)
+	require.NoError(t, l.Close())
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	require.NotZero(t, fi.Mode()&os.ModeSocket)
+}
 
 // sockets lists the Unix sockets in dir.
 func sockets(t *testing.T, dir string) []string {
@@ -42,25 +52,20 @@ func sockets(t *testing.T, dir string) []string {
 func TestPluginSocketsLiveInTheNodesDirAndAreClearedAtStart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	shellBin, err := harness.BuildPackage(ctx, filepath.Join(t.TempDir(), "cronix-plugin-shell"), "./plugins/shell/cmd/cronix-plugin-shell")
-	require.NoError(t, err)
+	shellBin := buildShell(ctx, t)
 	dataDir := t.TempDir()
 	dir := filepath.Join(dataDir, "plugin-sockets")
-	require.NoError(t, os.MkdirAll(dir, 0o700))
 	stale := filepath.Join(dir, "plugin123")
-	require.NoError(t, os.WriteFile(stale, nil, 0o600))
+	leaveSocket(t, stale)
 
 	etcd := etcdtest.Client(t)
 	start := func() *Node {
-		n, err := New(Config{DataDir: dataDir, Keys: cluster.NewKeys(""), NodeToken: "t", LeaseTTL: 3 * time.Second,
-			Plugins: []pluginhost.Spec{{Name: "shell", Cmd: []string{shellBin}}}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
-			etcd)
-		require.NoError(t, err)
+		n := newShellNode(t, dataDir, shellBin, etcd)
 		require.NoError(t, n.Start(ctx))
 		return n
 	}
 	n := start()
-	_, err = os.Stat(stale)
+	_, err := os.Stat(stale)
 	require.True(t, os.IsNotExist(err), "what an earlier run left is removed at start")
 	live := sockets(t, dir)
 	require.Len(t, live, 1, "the plugin's socket is in the node's directory")
@@ -69,10 +74,8 @@ func TestPluginSocketsLiveInTheNodesDirAndAreClearedAtStart(t *testing.T) {
 	_, err = os.Stat(dir)
 	require.True(t, os.IsNotExist(err), "a stopped node leaves no socket, nor the emptied directory")
 
-	// A socket left by a plugin that was killed (here: one made and not
-	// removed) goes at the next start.
-	require.NoError(t, os.MkdirAll(dir, 0o700))
-	require.NoError(t, os.WriteFile(stale, nil, 0o600))
+	// A socket left by a plugin that was killed goes at the next start.
+	leaveSocket(t, stale)
 	n = start()
 	defer n.Stop()
 	_, err = os.Stat(stale)

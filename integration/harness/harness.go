@@ -21,6 +21,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	goplugin "github.com/hashicorp/go-plugin"
 )
 
 // Build compiles the cronix binary into dir and returns its path.
@@ -47,13 +49,14 @@ func BuildPackage(ctx context.Context, out, pkg string) (string, error) {
 // PluginSocketsIn makes the plugins this process starts without a node
 // (tests that drive a plugin host directly) create their go-plugin sockets
 // in dir/plugin-sockets, so that a socket a killed plugin leaves goes with
-// dir, not into the system's temp dir. A node sets its own directory.
+// dir, not into the system's temp dir. A node passes its own
+// (pluginhost.Options.SocketDir), which wins.
 func PluginSocketsIn(dir string) error {
 	sock := filepath.Join(dir, "plugin-sockets")
 	if err := os.MkdirAll(sock, 0o700); err != nil {
 		return fmt.Errorf("plugin socket dir: %w", err)
 	}
-	return os.Setenv("PLUGIN_UNIX_SOCKET_DIR", sock)
+	return os.Setenv(goplugin.EnvUnixSocketDir, sock)
 }
 
 func moduleRoot(ctx context.Context) (string, error) {

@@ -7,61 +7,57 @@ import (
 	"time"
 
 	"github.com/cronix/cronix/cluster"
-	"github.com/cronix/cronix/node/spool"
 )
 
-// BenchmarkEnqueue is what a finishing run pays to queue its result on a
-// node with a spool (the http handler's typical result: a short output),
-// in batches of 2,000 results each given to a fresh reporter.
-func BenchmarkEnqueue(b *testing.B) {
-	const batch = 2000
+// benchResults are n results like the http handler's (a short output).
+func benchResults(n int) []cluster.RunResult {
 	at := time.Now()
 	exit := 0
-	res := make([]cluster.RunResult, batch)
+	res := make([]cluster.RunResult, n)
 	for i := range res {
 		res[i] = cluster.RunResult{FireID: fmt.Sprintf("%d-1796442364000", i+1), JobID: int64(i + 1), Node: "6f1c2a4e-node",
 			Status: cluster.StatusSuccess, Output: "HTTP 204 No Content\n" + strings.Repeat("x", 40), ExitCode: &exit,
 			StartedAt: &at, FinishedAt: &at, Attempt: 1}
 	}
-	sp, _, err := spool.Open(b.TempDir(), testLogger())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = sp.Close() })
+	return res
+}
+
+// BenchmarkEnqueue is what a finishing run pays to queue its result on a
+// node with a spool, in batches of 2,000 results each given to a fresh
+// reporter.
+func BenchmarkEnqueue(b *testing.B) {
+	const batch = 2000
+	res := benchResults(batch)
+	dir := b.TempDir()
 	b.ReportAllocs()
 	var r *reporter
 	for i := 0; b.Loop(); i++ {
 		if i%batch == 0 {
-			r = &reporter{log: testLogger(), batch: batch + 1, maxBytes: 1 << 30,
-				notify: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
-			r.setSpoolLocked(sp)
+			b.StopTimer()
+			if r != nil {
+				_ = r.spool.Close()
+			}
+			r = newSpooledReporter(b, dir, batch+1)
+			b.StartTimer()
 		}
 		r.enqueue(res[i%batch])
 	}
+	_ = r.spool.Close()
 }
 
 // BenchmarkDeliver is the delivering goroutine's encoding of a batch of
-// 2,000 results queued on a node with a spool (written to the spool's
-// buffer and the POST body built), per result.
+// 2,000 results queued on a node with a spool (written to the spool, its
+// fsync included, and the POST body built), per result.
 func BenchmarkDeliver(b *testing.B) {
 	const batch = 2000
-	at := time.Now()
-	exit := 0
-	sp, _, err := spool.Open(b.TempDir(), testLogger())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = sp.Close() })
-	r := &reporter{log: testLogger(), batch: batch + 1, maxBytes: 1 << 30,
-		notify: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
-	r.setSpoolLocked(sp)
+	res := benchResults(batch)
+	r := newSpooledReporter(b, b.TempDir(), batch+1)
+	b.Cleanup(func() { _ = r.spool.Close() })
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
-		for i := range batch {
-			r.enqueue(cluster.RunResult{FireID: fmt.Sprintf("%d-1796442364000", i+1), JobID: int64(i + 1), Node: "6f1c2a4e-node",
-				Status: cluster.StatusSuccess, Output: "HTTP 204 No Content\n" + strings.Repeat("x", 40), ExitCode: &exit,
-				StartedAt: &at, FinishedAt: &at, Attempt: 1})
+		for i := range res {
+			r.enqueue(res[i])
 		}
 		b.StartTimer()
 		lines, err := r.encode(batch)
@@ -70,7 +66,9 @@ func BenchmarkDeliver(b *testing.B) {
 		}
 		_ = batchBody(lines)
 		r.ack(batch)
-		if err := sp.Ack(batch); err != nil {
+		// What deleteRunKeys does once the run keys are gone.
+		r.deletes, r.spoolAcks = nil, 0
+		if err := r.spool.Ack(batch); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -12,8 +12,21 @@ import (
 	"github.com/cronix/cronix/node/spool"
 )
 
-// results are reports with the characters JSON escapes.
-func results() []cluster.RunResult {
+// newSpooledReporter is a reporter with an empty spool in dir, batches of
+// up to batch results, and no server to deliver to.
+func newSpooledReporter(tb testing.TB, dir string, batch int) *reporter {
+	tb.Helper()
+	sp, held, err := spool.Open(dir, testLogger())
+	require.NoError(tb, err)
+	require.Empty(tb, held)
+	r := &reporter{log: testLogger(), batch: batch, maxBytes: 1 << 30, servers: func() []string { return nil },
+		notify: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
+	r.setSpoolLocked(sp)
+	return r
+}
+
+// sampleResults are reports with the characters JSON escapes.
+func sampleResults() []cluster.RunResult {
 	at := time.Date(2026, 12, 5, 4, 30, 0, 123456789, time.UTC)
 	exit := 3
 	return []cluster.RunResult{
@@ -27,7 +40,7 @@ func results() []cluster.RunResult {
 // own encodings is what json.Marshal makes of the batch.
 func TestBatchBodyIsTheBatchsJSON(t *testing.T) {
 	t.Parallel()
-	rs := results()
+	rs := sampleResults()
 	for n := 1; n <= len(rs); n++ {
 		lines := make([][]byte, n)
 		for i := range lines {
@@ -48,13 +61,9 @@ func TestBatchBodyIsTheBatchsJSON(t *testing.T) {
 func TestResultsAreEncodedAndSpooledAtDelivery(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	sp, held, err := spool.Open(dir, testLogger())
-	require.NoError(t, err)
-	require.Empty(t, held)
-	r := &reporter{log: testLogger(), batch: 10, maxBytes: 1 << 20, servers: func() []string { return nil },
-		notify: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
-	r.setSpoolLocked(sp)
-	rs := results()
+	r := newSpooledReporter(t, dir, 10)
+	sp := r.spool
+	rs := sampleResults()
 
 	r.enqueue(rs[0])
 	r.enqueue(rs[1])
@@ -80,7 +89,7 @@ func TestResultsAreEncodedAndSpooledAtDelivery(t *testing.T) {
 	cancel()
 	r.stop(ctx) // no server, no time left: what it could not deliver stays in the spool
 
-	sp, held, err = spool.Open(dir, testLogger())
+	sp, held, err := spool.Open(dir, testLogger())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sp.Close() })
 	require.Len(t, held, 3)

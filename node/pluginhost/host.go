@@ -77,6 +77,11 @@ type Options struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Metrics counts plugin process starts and crashes; nil counts nothing.
 	Metrics *metrics.Metrics
+	// SocketDir, when set, is the directory the plugins create their
+	// go-plugin Unix sockets in (go-plugin's PLUGIN_UNIX_SOCKET_DIR)
+	// instead of the system's temp dir, where a killed plugin's socket
+	// stays. The caller owns it (the node empties it at each start).
+	SocketDir string
 }
 
 func (o Options) withDefaults() Options {
@@ -554,10 +559,14 @@ func (m *managed) launchLocked(ctx context.Context) error {
 	cmd := exec.Command(m.spec.Cmd[0], m.spec.Cmd[1:]...)
 	setParentDeathSignal(cmd)
 	cfg := pluginapi.ClientConfig(cmd)
-	if len(m.spec.Env) > 0 {
+	env := m.spec.Env
+	if m.opts.SocketDir != "" {
+		env = append(slices.Clip(env), goplugin.EnvUnixSocketDir+"="+m.opts.SocketDir)
+	}
+	if len(env) > 0 {
 		// go-plugin would append the node's environment after ours, so
 		// ours could not override it; give it the merged list instead.
-		cmd.Env = append(os.Environ(), m.spec.Env...)
+		cmd.Env = append(os.Environ(), env...)
 		cfg.SkipHostEnv = true
 	}
 	cfg.Logger = hclogslog.New(m.logger, "")

@@ -47,6 +47,7 @@ package procgroup
 
 import (
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -57,8 +58,11 @@ const EnvDir = "CRONIX_PROC_DIR"
 // envGuard marks the guard process (see the package comment).
 const envGuard = "CRONIX_PROCGROUP_GUARD"
 
-// warnf reports a problem of the machinery on stderr, which the node's
-// plugin host copies into its log; a run is never failed for it.
+// warnOut is where warnf writes: stderr, which the node's plugin host
+// copies into its log (a test reads it instead).
+var warnOut io.Writer = os.Stderr
+
+// warnf reports a problem of the machinery; a run is never failed for it.
 func warnf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "procgroup: "+format+"\n", args...)
+	fmt.Fprintf(warnOut, "procgroup: "+format+"\n", args...)
 }

@@ -322,7 +322,9 @@ func killListed(in io.Reader) {
 	live := map[int]uint64{}
 	if journalPath != "" {
 		journaled, err := replay(journalPath)
-		if err != nil {
+		// A journal already gone was taken over: the plugin closed it
+		// cleanly, or the node's next start swept (killed) what it listed.
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			warnf("guard: reading the journal %s: %v", journalPath, err)
 		}
 		if journaled != nil {

@@ -180,6 +180,31 @@ func TestGuardReadsTheJournalThenItsLines(t *testing.T) {
 	require.ErrorIs(t, err, fs.ErrNotExist, "the guard removes the journal")
 }
 
+// TestGuardWithoutItsJournal: a journal already gone (the plugin closed it,
+// or the node's next start swept it) is no problem: the groups listed after
+// it are still killed, and no read error is reported. A journal that
+// cannot be read is reported.
+func TestGuardWithoutItsJournal(t *testing.T) {
+	var warned bytes.Buffer
+	warnOut = &warned
+	t.Cleanup(func() { warnOut = os.Stderr })
+
+	m := marker()
+	pgid := startGroup(t, "sleep "+m+"; true")
+	require.Eventually(t, func() bool { return len(withMarker(t, m)) == 1 }, 10*time.Second, 20*time.Millisecond)
+	st, err := StartTime(pgid)
+	require.NoError(t, err)
+	gone := filepath.Join(t.TempDir(), journalPrefix+"1-gone")
+	killListed(strings.NewReader(fmt.Sprintf("j %s\n+ %d %d\n", gone, pgid, st)))
+	require.Eventually(t, func() bool { return len(withMarker(t, m)) == 0 },
+		10*time.Second, 20*time.Millisecond, "the group listed after the missing journal is killed")
+	require.NotContains(t, warned.String(), "reading the journal", "a journal already gone is not reported")
+
+	unreadable := t.TempDir() // a directory: opened, but not read as a journal
+	killListed(strings.NewReader("j " + unreadable + "\n"))
+	require.Contains(t, warned.String(), "guard: reading the journal "+unreadable)
+}
+
 // startGroup starts a shell running script in a group of its own, not
 // guarded, and returns its pgid.
 func startGroup(t *testing.T, script string) int {

@@ -37,6 +37,20 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// The processes the tests start (and kill) put their temp files here,
+	// not in the system's temp dir: a node killed with -9 leaves its
+	// plugins' sockets (in a temp dir named after its data dir when that
+	// is too deep for a socket path, as every test's is) and the shell
+	// plugin's script dirs of the runs it had in flight.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := os.Setenv("TMPDIR", tmp); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)

@@ -20,7 +20,7 @@ import (
 
 func TestContract(t *testing.T) {
 	t.Parallel()
-	plugintest.CheckContract(t, New(), json.RawMessage(`{"script":"echo hello"}`),
+	plugintest.CheckContract(t, newHandler(t), json.RawMessage(`{"script":"echo hello"}`),
 		plugintest.LongRunning(json.RawMessage(`{"script":"sleep 30"}`)))
 }
 
@@ -52,11 +52,20 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// newHandler returns a shell handler that is closed when the test ends:
+// its script directory (in the system's temp dir) goes with it.
+func newHandler(t *testing.T) *handler {
+	t.Helper()
+	h := New().(*handler)
+	t.Cleanup(func() { _ = h.Close() })
+	return h
+}
+
 // run runs params through the shell handler in-process.
 func run(t *testing.T, ctx context.Context, params string) (pluginapi.Result, string, error) {
 	t.Helper()
 	var out plugintest.Output
-	res, err := New().Run(ctx, pluginapi.Request{
+	res, err := newHandler(t).Run(ctx, pluginapi.Request{
 		FireID: "7-1767225600", JobID: 7, JobName: "backup db", Params: json.RawMessage(params),
 		ScheduledAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Attempt: 2,
 	}, &out)
@@ -141,7 +150,7 @@ func TestRunStreamsOutput(t *testing.T) {
 	out := &gateWriter{onFirst: func() { _ = os.WriteFile(gate, nil, 0o600) }}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	res, err := New().Run(ctx, pluginapi.Request{Params: params}, out)
+	res, err := newHandler(t).Run(ctx, pluginapi.Request{Params: params}, out)
 	require.NoError(t, err)
 	require.Equal(t, pluginapi.StatusSuccess, res.Status, "the script waits for its first line to be seen: %s", res.Message)
 	require.Equal(t, "first\nsecond\n", out.String())
@@ -222,7 +231,7 @@ func TestKillEscalatesToSIGKILL(t *testing.T) {
 	// The script and its child ignore SIGTERM.
 	script := fmt.Sprintf(`trap '' TERM; sleep %[1]s & echo started; sleep %[1]s`, marker)
 	params, _ := json.Marshal(Params{Script: script})
-	h := New().(*handler)
+	h := newHandler(t)
 	h.killGrace = 200 * time.Millisecond
 	ctx, cancel := context.WithCancel(t.Context())
 	out := &gateWriter{want: "started\n", onFirst: cancel}

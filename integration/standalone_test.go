@@ -42,12 +42,8 @@ func TestMain(m *testing.M) {
 	// plugins' sockets (in a temp dir named after its data dir when that
 	// is too deep for a socket path, as every test's is) and the shell
 	// plugin's script dirs of the runs it had in flight.
-	tmp := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := os.Setenv("TMPDIR", tmp); err != nil {
+	harness.ProcessTempDir = filepath.Join(dir, "tmp")
+	if err := os.Mkdir(harness.ProcessTempDir, 0o700); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -124,11 +124,23 @@ type Proc struct {
 	exitedAt time.Time
 }
 
+// ProcessTempDir, when set, is the TMPDIR of the processes Start runs (env
+// can still name another): a node killed with -9 leaves temp files there
+// (its plugins' sockets when its data dir is too deep for a socket path,
+// the shell plugin's script dir), which a suite removes with it. The test
+// process's own temp dir is left alone, so logs a failed test keeps there
+// outlive the suite.
+var ProcessTempDir string
+
 // Start runs binary with args and extra environment; its output is kept.
 func Start(binary string, env []string, args ...string) (*Proc, error) {
 	p := &Proc{done: make(chan struct{})}
 	p.Cmd = exec.Command(binary, args...)
-	p.Cmd.Env = append(os.Environ(), env...)
+	p.Cmd.Env = os.Environ()
+	if ProcessTempDir != "" {
+		p.Cmd.Env = append(p.Cmd.Env, "TMPDIR="+ProcessTempDir)
+	}
+	p.Cmd.Env = append(p.Cmd.Env, env...)
 	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr, pw := io.Pipe()
 	p.Cmd.Stdout = pw

@@ -193,16 +193,24 @@ func (p *Proc) WaitOutput(re *regexp.Regexp, timeout time.Duration) (string, err
 	return "", fmt.Errorf("no %s within %s:\n%s", re, timeout, p.Output())
 }
 
-// Interrupt sends SIGINT (Ctrl-C) and waits for exit.
+// Interrupt sends SIGINT (Ctrl-C) and waits for exit. A process still
+// there after timeout gets SIGQUIT first, so that its output ends with the
+// Go runtime's dump of every goroutine (what its stop was waiting for),
+// then its group is killed.
 func (p *Proc) Interrupt(timeout time.Duration) error {
 	_ = p.Cmd.Process.Signal(os.Interrupt)
 	select {
 	case <-p.done:
 		return nil
 	case <-time.After(timeout):
+		_ = p.Cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+		}
 		_ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL)
 		<-p.done
-		return fmt.Errorf("process did not exit within %s after SIGINT", timeout)
+		return fmt.Errorf("process did not exit within %s after SIGINT (its output ends with a goroutine dump, SIGQUIT)", timeout)
 	}
 }
 

@@ -265,15 +265,7 @@ func TestAlertHAKill9AndNoLeader(t *testing.T) {
 			"CRONIX_ALERT_WEBHOOK_ALLOW_LOOPBACK=true", "CRONIX_ALERT_RETRY_BASE=1s", "CRONIX_ALERT_NO_LEADER_AFTER=3s",
 		}})
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		c.Close()
-		if t.Failed() {
-			logs := filepath.Join(os.TempDir(), fmt.Sprintf("cronix-alert-ha-%d", time.Now().UnixNano()))
-			if err := c.Dump(logs); err == nil {
-				t.Logf("process logs in %s", logs)
-			}
-		}
-	})
+	t.Cleanup(func() { c.CloseKeepingLogs(t, fmt.Sprintf("cronix-alert-ha-%d", time.Now().UnixNano())) })
 	_, _, err = c.StartNode(filepath.Join(dir, "node1"), "default", "--lease-ttl", "3s")
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return len(liveNodes(t, c.API(), "default")) == 1 }, 30*time.Second, 100*time.Millisecond)

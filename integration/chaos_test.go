@@ -94,15 +94,7 @@ func TestChaos(t *testing.T) {
 			"CRONIX_ALERT_WEBHOOK_URL=" + hook.URL, "CRONIX_ALERT_WEBHOOK_SECRET=" + hookSecret,
 			"CRONIX_ALERT_WEBHOOK_ALLOW_LOOPBACK=true", "CRONIX_ALERT_RETRY_BASE=1s"}})
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		c.Close()
-		if t.Failed() {
-			logs := filepath.Join(os.TempDir(), fmt.Sprintf("cronix-chaos-%d", seed))
-			if err := c.Dump(logs); err == nil {
-				t.Logf("chaos: process logs in %s", logs)
-			}
-		}
-	})
+	t.Cleanup(func() { c.CloseKeepingLogs(t, fmt.Sprintf("cronix-chaos-%d", seed)) })
 
 	nodeDirs := []string{filepath.Join(dir, "node1"), filepath.Join(dir, "node2")}
 	nodes := make([]*harness.Proc, len(nodeDirs))

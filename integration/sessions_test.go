@@ -3,8 +3,6 @@ package integration
 import (
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -23,15 +21,7 @@ func TestSessionRevocationOnEveryReplica(t *testing.T) {
 	c, err := harness.StartCluster(harness.ClusterConfig{Binary: binary, Dir: dir, Replicas: 2,
 		AdminPassword: adminPW, NodeToken: "sessions-node-token"})
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		c.Close()
-		if t.Failed() {
-			logs := filepath.Join(os.TempDir(), fmt.Sprintf("cronix-sessions-%d", time.Now().UnixNano()))
-			if err := c.Dump(logs); err == nil {
-				t.Logf("process logs in %s", logs)
-			}
-		}
-	})
+	t.Cleanup(func() { c.CloseKeepingLogs(t, fmt.Sprintf("cronix-sessions-%d", time.Now().UnixNano())) })
 	r1, r2 := c.Replicas[0], c.Replicas[1]
 	admin := r1.API
 

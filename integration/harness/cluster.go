@@ -457,6 +457,42 @@ func (c *Cluster) Close() {
 	kill(c.Etcd)
 }
 
+// TB is the part of testing.TB that CloseKeepingLogs uses.
+type TB interface {
+	Failed() bool
+	Logf(format string, args ...any)
+}
+
+// CloseKeepingLogs closes the cluster at the end of test t. When t failed,
+// the replicas still running are first quit with a goroutine dump (Quit),
+// so their logs show what each was doing, and every process's output is
+// written to <system temp dir>/<name> (outside the test's own dirs, which
+// are removed), whose path t logs.
+func (c *Cluster) CloseKeepingLogs(t TB, name string) {
+	if !t.Failed() {
+		c.Close()
+		return
+	}
+	var wg sync.WaitGroup
+	for _, r := range c.Replicas {
+		if p := r.Proc(); p != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p.Quit()
+			}()
+		}
+	}
+	wg.Wait()
+	c.Close()
+	logs := filepath.Join(os.TempDir(), name)
+	if err := c.Dump(logs); err != nil {
+		t.Logf("writing the process logs to %s: %v", logs, err)
+		return
+	}
+	t.Logf("process logs (replicas end with a goroutine dump) in %s", logs)
+}
+
 // Dump writes every process's output into dir (for a failed test or run).
 func (c *Cluster) Dump(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -203,15 +203,29 @@ func (p *Proc) Interrupt(timeout time.Duration) error {
 	case <-p.done:
 		return nil
 	case <-time.After(timeout):
-		_ = p.Cmd.Process.Signal(syscall.SIGQUIT)
-		select {
-		case <-p.done:
-		case <-time.After(5 * time.Second):
-		}
-		_ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
+		p.Quit()
 		return fmt.Errorf("process did not exit within %s after SIGINT (its output ends with a goroutine dump, SIGQUIT)", timeout)
 	}
+}
+
+// Quit ends a running process so that its output ends with the Go
+// runtime's dump of every goroutine: SIGQUIT (and SIGCONT, in case it is
+// frozen), up to 5 s for it to exit, then its group is killed. A process
+// that has exited already is left as it is.
+func (p *Proc) Quit() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.Cmd.Process.Signal(syscall.SIGQUIT)
+	_ = p.Cmd.Process.Signal(syscall.SIGCONT)
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+	}
+	_ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
 }
 
 // Kill sends SIGKILL to the process only (its plugin children see their

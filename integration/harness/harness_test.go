@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"syscall"
 	"testing"
@@ -49,4 +50,40 @@ func TestInterruptDumpsAStuckProcess(t *testing.T) {
 	default:
 		t.Fatal("Interrupt returned while the process runs")
 	}
+}
+
+// failedTB is a test that has failed, recording what it logs.
+type failedTB struct{ logs []string }
+
+func (f *failedTB) Failed() bool { return true }
+func (f *failedTB) Logf(format string, args ...any) {
+	f.logs = append(f.logs, fmt.Sprintf(format, args...))
+}
+
+// TestCloseKeepingLogsDumpsRunningReplicas: after a failed test, a replica
+// still running is quit with a goroutine dump, and its log (dump included)
+// is written where the test says.
+func TestCloseKeepingLogsDumpsRunningReplicas(t *testing.T) {
+	p, err := Start(os.Args[0], []string{envStubborn + "=1"}, "-test.run=^$")
+	require.NoError(t, err)
+	_, err = p.WaitOutput(regexp.MustCompile(`ready tmp=\S+`), 30*time.Second)
+	require.NoError(t, err)
+	c := &Cluster{Replicas: []*Replica{{ID: "s1", proc: p}}}
+
+	name := fmt.Sprintf("cronix-harness-test-%d", time.Now().UnixNano())
+	t.Cleanup(func() { _ = os.RemoveAll(filepath.Join(os.TempDir(), name)) })
+	tb := &failedTB{}
+	c.CloseKeepingLogs(tb, name)
+
+	select {
+	case <-p.Done():
+	default:
+		t.Fatal("the replica still runs after CloseKeepingLogs")
+	}
+	require.Len(t, tb.logs, 1)
+	require.Contains(t, tb.logs[0], filepath.Join(os.TempDir(), name))
+	log, err := os.ReadFile(filepath.Join(os.TempDir(), name, "s1.log"))
+	require.NoError(t, err)
+	require.Contains(t, string(log), "ready tmp=")
+	require.Contains(t, string(log), "goroutine 1 ", "the replica's log ends with its goroutine dump")
 }

@@ -5,11 +5,12 @@ import (
 	"context"
 	"io"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/cronix/cronix/internal/syncbuf"
 )
 
 func TestCheckRaftPeers(t *testing.T) {
@@ -30,29 +31,11 @@ func TestCheckRaftPeers(t *testing.T) {
 	require.ErrorContains(t, checkRaftPeers(wrongAddr), "--raft-addr is 127.0.0.1:7009")
 }
 
-// lockedBuffer is an io.Writer safe to read while a command writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestEtcdCommand(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- runEtcd(ctx, []string{"--data-dir", t.TempDir(), "--client-addr", "127.0.0.1:0", "--peer-addr", "127.0.0.1:0"},

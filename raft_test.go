@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/cronix/cronix/internal/syncbuf"
 	"github.com/cronix/cronix/server/raftha"
 )
 
@@ -41,7 +42,7 @@ func TestRaftRecoverWithoutEtcd(t *testing.T) {
 	require.NoError(t, n.Close())
 
 	runRecover := func(extra ...string) (string, error) {
-		var out, errOut lockedBuffer
+		var out, errOut syncbuf.Buffer
 		args := append([]string{"recover", "--data-dir", cfg.Dir, "--peers", "s1=" + addr, "--etcd-endpoints", noEtcd}, extra...)
 		err := runRaft(ctx, args, func(string) string { return "" }, &out, &errOut)
 		return out.String() + errOut.String(), err

@@ -1,11 +1,9 @@
 package hclogslog_test
 
 import (
-	"bytes"
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,29 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronix/cronix/internal/hclogslog"
+	"github.com/cronix/cronix/internal/syncbuf"
 )
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestFormatValuesAreRendered(t *testing.T) {
 	t.Parallel()
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	l := hclogslog.New(slog.New(slog.NewTextHandler(&buf, nil)), "raft")
 	l.With("peer", hclog.Fmt("%s:%d", "a", 1)).Info("hello",
 		"servers", hclog.Fmt("%+v", []struct{ ID string }{{"n1"}}),
@@ -58,7 +39,7 @@ func TestFormatValuesAreRendered(t *testing.T) {
 // configuration" line shows the servers, not "[%+v ...]".
 func TestRaftInitialConfigurationLogsItsServers(t *testing.T) {
 	t.Parallel()
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	cfg := raft.DefaultConfig()
 	cfg.LocalID = "srv-1"
 	cfg.Logger = hclogslog.New(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), "raft")

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"mime"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/internal/syncbuf"
 	"github.com/cronix/cronix/server/alert"
 	"github.com/cronix/cronix/server/alert/alerttest"
 	"github.com/cronix/cronix/server/store"
@@ -463,4 +465,62 @@ func TestSettingsSecretsAreWriteOnly(t *testing.T) {
 	after, err := svc.Settings(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, got, after, "a refused write changes nothing")
+}
+
+// hangingStore is the real store, except that while hang is set its
+// InsertAlertEvent blocks until its context ends. It stands in for a
+// database call that never returns (this process's SQLite writers queued
+// behind a transaction that does not end, a connection pool never freed),
+// which a test cannot cause through the store's own API.
+type hangingStore struct {
+	alert.Store
+	hang atomic.Bool
+}
+
+func (h *hangingStore) InsertAlertEvent(ctx context.Context, ev *store.AlertEvent, d []store.AlertDelivery) (bool, error) {
+	if h.hang.Load() {
+		<-ctx.Done()
+		return false, fmt.Errorf("hanging store: %w", ctx.Err())
+	}
+	return h.Store.InsertAlertEvent(ctx, ev, d)
+}
+
+// TestNoLeaderWatchOutlastsAHungDatabase: while the store hangs, the
+// watch's raise gives up after WatchCallTimeout and says so in the log;
+// once the store answers again, the next check raises cluster.no_leader.
+func TestNoLeaderWatchOutlastsAHungDatabase(t *testing.T) {
+	t.Parallel()
+	hook := alerttest.StartWebhook(t, "s", nil)
+	b := newBundle(t)
+	var logs syncbuf.Buffer
+	st := &hangingStore{Store: b.store}
+	st.hang.Store(true)
+	svc := b.service(b.store, func(c *alert.Config) {
+		c.Store = st
+		c.WatchCallTimeout = 300 * time.Millisecond
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	b.putSettings(svc, alert.Settings{Webhooks: []alert.Webhook{{Name: "ops", URL: hook.URL, Secret: "s"}},
+		NoLeaderAfter: alert.Duration(100 * time.Millisecond)})
+
+	run(t, func(ctx context.Context) { svc.WatchLeader(ctx, noLeader{}, 50*time.Millisecond, "s1") })
+	require.Eventually(t, func() bool {
+		return strings.Count(logs.String(), "no-leader watch: raising the alert failed; retrying") >= 2
+	}, waitLong, 20*time.Millisecond, "each hung raise ends and is logged")
+	require.Contains(t, logs.String(), "context deadline exceeded")
+	require.NotContains(t, logs.String(), "no raft leader; alert raised")
+
+	st.hang.Store(false)
+	run(t, svc.RunSender)
+	hook.WaitFor(t, waitLong, "cluster.no_leader once the store answers", func(h []alerttest.Hook) bool {
+		for _, x := range h {
+			var p alert.Payload
+			require.NoError(t, json.Unmarshal(x.Body, &p))
+			if p.Type == alert.KindClusterNoLeader {
+				return true
+			}
+		}
+		return false
+	})
+	require.Contains(t, logs.String(), "no raft leader; alert raised")
 }

@@ -9,6 +9,13 @@ import (
 	"github.com/cronix/cronix/internal/waitctx"
 )
 
+// settingsWithin is Settings bounded by d.
+func (s *Service) settingsWithin(ctx context.Context, d time.Duration) (Settings, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return s.Settings(ctx)
+}
+
 // LeaderView is this replica's view of raft (satisfied by *raftha.Node).
 type LeaderView interface {
 	// LeaderID is the current leader's id, "" while there is none.
@@ -22,7 +29,8 @@ type LeaderView interface {
 // interval, until ctx is done. Every replica runs it; replicas that last
 // saw the same leader in the same term raise the same key
 // ("cluster.no_leader:<leader>:<term>"), so the outbox keeps one event per
-// outage.
+// outage. Each store call is bounded by WatchCallTimeout; one that fails
+// is logged and tried again at the next check.
 func (s *Service) WatchLeader(ctx context.Context, view LeaderView, interval time.Duration, replicaID string) {
 	var (
 		lastLeader = ""
@@ -40,7 +48,7 @@ func (s *Service) WatchLeader(ctx context.Context, view LeaderView, interval tim
 		if raised {
 			continue
 		}
-		set, err := s.Settings(ctx)
+		set, err := s.settingsWithin(ctx, s.cfg.WatchCallTimeout)
 		if err != nil {
 			s.log.Warn("no-leader watch: reading settings failed", "err", err)
 			continue
@@ -55,7 +63,10 @@ func (s *Service) WatchLeader(ctx context.Context, view LeaderView, interval tim
 		}
 		msg := fmt.Sprintf("replica %s has seen no raft leader for %s (last leader %q, term %d); nothing fires",
 			replicaID, gone.Round(time.Second), lastLeader, lastTerm)
-		if _, err := s.raise(ctx, Event{Kind: KindClusterNoLeader, Key: key, Message: msg, OccurredAt: since}, ""); err != nil {
+		rctx, cancel := context.WithTimeout(ctx, s.cfg.WatchCallTimeout)
+		_, err = s.raise(rctx, Event{Kind: KindClusterNoLeader, Key: key, Message: msg, OccurredAt: since}, "")
+		cancel()
+		if err != nil {
 			s.log.Warn("no-leader watch: raising the alert failed; retrying", "err", err)
 			continue
 		}

@@ -106,6 +106,11 @@ type Config struct {
 	// Overlap: every pass re-reads this far before its cursor, for runs
 	// committed late (default 10s, above SQLite's 5s busy timeout).
 	Overlap time.Duration
+	// WatchCallTimeout bounds each store call of the no-leader watch
+	// (default 10s): a database that hangs shows in the log as a failed
+	// attempt, retried at the next check, instead of stopping the one
+	// alert an outage depends on without a word.
+	WatchCallTimeout time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -121,6 +126,7 @@ func (c *Config) setDefaults() {
 		}
 	}
 	def(&c.PollInterval, DefaultPollInterval)
+	def(&c.WatchCallTimeout, 10*time.Second)
 	def(&c.RetryBase, DefaultRetryBase)
 	def(&c.RetryMax, DefaultRetryMax)
 	def(&c.ClaimTTL, DefaultClaimTTL)

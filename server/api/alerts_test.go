@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/internal/syncbuf"
 	"github.com/cronix/cronix/server/alert"
 	"github.com/cronix/cronix/server/alert/alerttest"
 	"github.com/cronix/cronix/server/api"
@@ -42,7 +43,7 @@ func setupAlerts(t *testing.T) *alertBundle {
 	svc, err := alert.New(alert.Config{Store: st, BaseURL: "http://cronix.test", WebhookAllowLoopback: true,
 		Flags: alert.Settings{AdminEmails: []string{"ops@example.com"}}})
 	require.NoError(t, err)
-	b := &bundle{t: t, ctx: ctx, store: st, etcd: etcdtest.Client(t), keys: cluster.NewKeys(""), logs: &syncBuffer{}}
+	b := &bundle{t: t, ctx: ctx, store: st, etcd: etcdtest.Client(t), keys: cluster.NewKeys(""), logs: &syncbuf.Buffer{}}
 	h := api.New(api.Config{Store: st, Etcd: b.etcd, Keys: b.keys, Location: time.UTC, NodeToken: nodeToken,
 		Logger: slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Alerts: svc,
 		Security: svc})

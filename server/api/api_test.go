@@ -21,6 +21,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/internal/syncbuf"
 	"github.com/cronix/cronix/server/api"
 	"github.com/cronix/cronix/server/auth"
 	"github.com/cronix/cronix/server/compat"
@@ -51,24 +52,6 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // bundle is one test's API server with its real store and etcd.
 type bundle struct {
 	t     testing.TB
@@ -78,7 +61,7 @@ type bundle struct {
 	etcd  *clientv3.Client
 	keys  cluster.Keys
 	clock *clock
-	logs  *syncBuffer
+	logs  *syncbuf.Buffer
 	token string // admin bearer token
 	// throttle is the server's login throttle (tests may tune it before use).
 	throttle *auth.Throttle
@@ -108,7 +91,7 @@ func setup(t testing.TB) *bundle {
 	b := &bundle{
 		t: t, ctx: ctx, store: st, etcd: cli, keys: keys, throttle: &auth.Throttle{},
 		clock: &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)},
-		logs:  &syncBuffer{},
+		logs:  &syncbuf.Buffer{},
 	}
 	h := api.New(api.Config{
 		Store:              st,

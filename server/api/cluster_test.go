@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/internal/syncbuf"
 	"github.com/cronix/cronix/server/api"
 	"github.com/cronix/cronix/server/auth"
 	"github.com/cronix/cronix/server/embedetcd/etcdtest"
@@ -75,7 +76,7 @@ func setupCluster(t *testing.T, fc api.ClusterInfo) *bundle {
 	_, _, err = auth.EnsureAdmin(ctx, st, adminPassword)
 	require.NoError(t, err)
 	cli := etcdtest.Client(t)
-	b := &bundle{t: t, ctx: ctx, store: st, etcd: cli, keys: cluster.NewKeys(""), logs: &syncBuffer{}}
+	b := &bundle{t: t, ctx: ctx, store: st, etcd: cli, keys: cluster.NewKeys(""), logs: &syncbuf.Buffer{}}
 	b.srv = httptest.NewServer(api.New(api.Config{
 		Store: st, Etcd: cli, Keys: b.keys, Location: time.UTC, NodeToken: nodeToken,
 		Logger: slog.New(slog.NewTextHandler(b.logs, nil)), Cluster: fc,

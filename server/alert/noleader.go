@@ -9,13 +9,6 @@ import (
 	"github.com/cronix/cronix/internal/waitctx"
 )
 
-// settingsWithin is Settings bounded by d.
-func (s *Service) settingsWithin(ctx context.Context, d time.Duration) (Settings, error) {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	return s.Settings(ctx)
-}
-
 // LeaderView is this replica's view of raft (satisfied by *raftha.Node).
 type LeaderView interface {
 	// LeaderID is the current leader's id, "" while there is none.
@@ -48,7 +41,9 @@ func (s *Service) WatchLeader(ctx context.Context, view LeaderView, interval tim
 		if raised {
 			continue
 		}
-		set, err := s.settingsWithin(ctx, s.cfg.WatchCallTimeout)
+		cctx, cancel := context.WithTimeout(ctx, s.cfg.WatchCallTimeout)
+		set, err := s.Settings(cctx)
+		cancel()
 		if err != nil {
 			s.log.Warn("no-leader watch: reading settings failed", "err", err)
 			continue
@@ -63,8 +58,8 @@ func (s *Service) WatchLeader(ctx context.Context, view LeaderView, interval tim
 		}
 		msg := fmt.Sprintf("replica %s has seen no raft leader for %s (last leader %q, term %d); nothing fires",
 			replicaID, gone.Round(time.Second), lastLeader, lastTerm)
-		rctx, cancel := context.WithTimeout(ctx, s.cfg.WatchCallTimeout)
-		_, err = s.raise(rctx, Event{Kind: KindClusterNoLeader, Key: key, Message: msg, OccurredAt: since}, "")
+		cctx, cancel = context.WithTimeout(ctx, s.cfg.WatchCallTimeout)
+		_, err = s.raise(cctx, Event{Kind: KindClusterNoLeader, Key: key, Message: msg, OccurredAt: since}, "")
 		cancel()
 		if err != nil {
 			s.log.Warn("no-leader watch: raising the alert failed; retrying", "err", err)

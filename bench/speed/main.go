@@ -461,7 +461,7 @@ func runSoak(ctx context.Context, cfg config) error {
 		return err
 	}
 	var ts []time.Duration
-	var service, root, rootFile, all, goal []float64
+	var service, root, rootFile, all, goal, steals []float64
 	var goalTS []time.Duration
 	var t0 time.Time
 	var lines []string
@@ -471,18 +471,25 @@ func runSoak(ctx context.Context, cfg config) error {
 		}
 		v := float64(u.ServiceRSS) / (1 << 20)
 		all = append(all, v)
-		cpu := "–"
+		cpu, steal := "–", "–"
 		if i > 0 {
 			p := usage[i-1]
 			cpu = fmt.Sprintf("%.0f%% / %.0f%%", cpuPercent(p.treeUsage, u.treeUsage, cfg.clkTck, u.At.Sub(p.At)),
 				cpuPercent(treeUsage{Ticks: p.RootTicks}, treeUsage{Ticks: u.RootTicks}, cfg.clkTck, u.At.Sub(p.At)))
+			if p.CPU.All > 0 && u.CPU.All > 0 {
+				st := stealShare(p.CPU, u.CPU)
+				steal = fmt.Sprintf("%.1f%%", 100*st)
+				if u.At.Sub(t0) >= cfg.soakWarmup {
+					steals = append(steals, st)
+				}
+			}
 		}
 		g := "–"
 		if u.GCGoal > 0 {
 			g = fmt.Sprintf("%.0f", float64(u.GCGoal)/(1<<20))
 		}
-		lines = append(lines, fmt.Sprintf("| %s | %.0f | %.0f | %.0f | %.0f | %s | %s |", u.At.Sub(t0).Round(time.Second),
-			float64(u.RSS)/(1<<20), v, float64(u.RootRSS)/(1<<20), float64(u.RootRSSFile)/(1<<20), g, cpu))
+		lines = append(lines, fmt.Sprintf("| %s | %.0f | %.0f | %.0f | %.0f | %s | %s | %s |", u.At.Sub(t0).Round(time.Second),
+			float64(u.RSS)/(1<<20), v, float64(u.RootRSS)/(1<<20), float64(u.RootRSSFile)/(1<<20), g, cpu, steal))
 		if u.At.Sub(t0) >= cfg.soakWarmup {
 			ts = append(ts, u.At.Sub(t0))
 			service = append(service, v)
@@ -517,10 +524,15 @@ func runSoak(ctx context.Context, cfg config) error {
 			"after warm-up: first / last / slope over %d samples | %.0f / %.0f MiB / %+.1f MiB/h |\n",
 			len(goal), goal[0], goal[len(goal)-1], slopePerHour(goalTS, goal))
 	}
+	if means := windowMeans(ts, service, soakMeanWindow); len(means) > 0 {
+		fmt.Fprintf(&b, "| RSS after warm-up, mean per %s: standalone + plugins / standalone | %s / %s MiB |\n",
+			soakMeanWindow, joinMiB(means), joinMiB(windowMeans(ts, root, soakMeanWindow)))
+	}
 	fmt.Fprintf(&b, "| RSS (standalone + plugins) over time | `%s` |\n\n", sparkline(all))
+	fmt.Fprintf(&b, "%s\n\n", soakConditions(steals, r.DriftP50, cfg.bucket))
 	fmt.Fprintf(&b, "Lateness over time, per %s of scheduled time (ms, p50 / p99): %s.\n\n", cfg.bucket, driftPairs(r.DriftP50, r.Drift))
-	b.WriteString("<details><summary>RSS (MiB) and CPU (of one core) per sample</summary>\n\n" +
-		"| t | tree | standalone + plugins | standalone | of which mapped files | standalone's Go heap goal | CPU since the last sample: tree / standalone |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("<details><summary>RSS (MiB), CPU (of one core) and the host's steal (of the machine's CPU time) per sample</summary>\n\n" +
+		"| t | tree | standalone + plugins | standalone | of which mapped files | standalone's Go heap goal | CPU since the last sample: tree / standalone | steal since the last sample |\n|---|---|---|---|---|---|---|---|\n")
 	b.WriteString(strings.Join(lines, "\n"))
 	b.WriteString("\n\n</details>\n\n")
 	fmt.Print(b.String())

@@ -498,3 +498,99 @@ func sparkline(vs []float64) string {
 	}
 	return b.String()
 }
+
+// A soak's RSS after its warm-up is read for an upward trend (issue 12,
+// line 5) only if it is the scheduler's own: the host took at most
+// soakStealLimit of the machine's CPU time in every sampling period after
+// the warm-up, and no bucket's median lateness passed soakBehindP50. A
+// scheduler that falls behind holds its backlog's runs in flight, so its RSS
+// rises with the backlog and not with a leak: stop 57's three soaks, on a
+// host that took up to 57 % of a sampling period, rose that way.
+const (
+	soakStealLimit = 0.05
+	soakBehindP50  = time.Second
+	// soakMeanWindow is the width of the RSS means a soak reports.
+	soakMeanWindow = 5 * time.Minute
+)
+
+// soakConditions says whether the soak's RSS after warm-up can be read as
+// the scheduler's own, and if not, why: steals are the shares stolen in the
+// sampling periods after the warm-up, p50s the median lateness per bucket.
+func soakConditions(steals []float64, p50s []time.Duration, bucket time.Duration) string {
+	const title = "**Conditions for reading the RSS trend (issue 12, line 5)"
+	var stolen, behind int
+	var worst float64
+	for _, s := range steals {
+		if s > soakStealLimit {
+			stolen++
+		}
+		worst = max(worst, s)
+	}
+	var worstP50 time.Duration
+	for _, p := range p50s {
+		if p > soakBehindP50 {
+			behind++
+		}
+		worstP50 = max(worstP50, p)
+	}
+	var why []string
+	switch {
+	case len(steals) == 0:
+		why = append(why, "the host's steal could not be read (/proc/stat), so a quiet host is not shown")
+	case stolen > 0:
+		why = append(why, fmt.Sprintf("the host took more than %.0f%% of the machine's CPU time in %d of the %d sampling periods after warm-up (at most %.1f%%)",
+			100*soakStealLimit, stolen, len(steals), 100*worst))
+	}
+	if behind > 0 {
+		why = append(why, fmt.Sprintf("the scheduler fell behind: %d of %d %s buckets had a median lateness over %s (at most %s), "+
+			"and the runs of a backlog are held in memory", behind, len(p50s), bucket, soakBehindP50, ms(worstP50)))
+	}
+	if len(why) > 0 {
+		return title + ": not met; not an acceptance figure.** " + upperFirst(strings.Join(why, "; ")) + "."
+	}
+	return fmt.Sprintf("%s: met.** The host took at most %.1f%% of the machine's CPU time in any sampling period after warm-up "+
+		"(limit %.0f%%), and no %s bucket's median lateness passed %s (at most %s): the RSS after warm-up is the scheduler's own.",
+		title, 100*worst, 100*soakStealLimit, bucket, soakBehindP50, ms(worstP50))
+}
+
+// upperFirst is s with its first byte in upper case (ASCII).
+func upperFirst(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}
+
+// windowMeans are the means of vs (sampled at ts, ascending) over
+// consecutive windows of width from ts[0]; a last window whose samples span
+// less than half of width is left out.
+func windowMeans(ts []time.Duration, vs []float64, width time.Duration) []float64 {
+	if len(ts) == 0 || len(ts) != len(vs) || width <= 0 {
+		return nil
+	}
+	var out []float64
+	start, sum, n := ts[0], 0.0, 0
+	var last time.Duration
+	for i, t := range ts {
+		for t >= start+width {
+			if n > 0 {
+				out = append(out, sum/float64(n))
+			}
+			start, sum, n = start+width, 0, 0
+		}
+		sum, n, last = sum+vs[i], n+1, t
+	}
+	if n > 0 && last-start >= width/2 {
+		out = append(out, sum/float64(n))
+	}
+	return out
+}
+
+// joinMiB writes vs in whole MiB, joined by " · ".
+func joinMiB(vs []float64) string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = fmt.Sprintf("%.0f", v)
+	}
+	return strings.Join(out, " · ")
+}

@@ -375,3 +375,41 @@ func TestStealOfAWindow(t *testing.T) {
 	ss = []usageSample{{At: t0}, {At: t0.Add(time.Second)}}
 	require.Empty(t, windowResources(ss, t0, t0.Add(time.Second), 100).stealNote(), "no /proc/stat: no note")
 }
+
+func TestWindowMeans(t *testing.T) {
+	t.Parallel()
+	var ts []time.Duration
+	var vs []float64
+	// Every 10 s from 5m to 30m: 100 MiB for the first 5 minutes, then 110,
+	// and one sample at 30m0s that starts a window of its own (left out).
+	for s := 300; s <= 1800; s += 10 {
+		ts = append(ts, time.Duration(s)*time.Second)
+		vs = append(vs, map[bool]float64{true: 100, false: 110}[s < 600])
+	}
+	require.Equal(t, []float64{100, 110, 110, 110, 110}, windowMeans(ts, vs, 5*time.Minute))
+	require.Equal(t, "100 · 110 · 110 · 110 · 110", joinMiB(windowMeans(ts, vs, 5*time.Minute)))
+	require.Empty(t, windowMeans(ts[:2], []float64{100, 110}, time.Minute), "10 s of a 1-min window is less than half of it")
+	require.Equal(t, []float64{105}, windowMeans(ts[:2], []float64{100, 110}, 20*time.Second))
+	require.Nil(t, windowMeans(ts, vs[:1], time.Minute), "lengths differ")
+}
+
+func TestSoakConditions(t *testing.T) {
+	t.Parallel()
+	quiet := []float64{0, 0.004, 0.01}
+	onTime := []time.Duration{230 * time.Millisecond, 280 * time.Millisecond}
+	got := soakConditions(quiet, onTime, 30*time.Second)
+	require.Contains(t, got, ": met.**")
+	require.Contains(t, got, "at most 1.0% of the machine's CPU time")
+	require.NotContains(t, got, "not an acceptance figure")
+
+	// Stop 57's soak 3: the host took up to 57 % of a period and three
+	// buckets had medians of seconds.
+	got = soakConditions([]float64{0.01, 0.57, 0.2}, append(onTime, 4738*time.Millisecond, 12213*time.Millisecond, 4730*time.Millisecond), 30*time.Second)
+	require.Contains(t, got, "not met; not an acceptance figure.** The host took more than 5% of the machine's CPU time in 2 of the 3 sampling periods after warm-up (at most 57.0%)")
+	require.Contains(t, got, "the scheduler fell behind: 3 of 5 30s buckets had a median lateness over 1s (at most 12213.0 ms)")
+
+	// A quiet host that cannot keep up (forks too slow for the rate).
+	got = soakConditions(quiet, []time.Duration{2 * time.Second}, 30*time.Second)
+	require.Contains(t, got, "not met; not an acceptance figure.** The scheduler fell behind: 1 of 1")
+	require.Contains(t, soakConditions(nil, onTime, 30*time.Second), "steal could not be read")
+}

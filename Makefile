@@ -81,7 +81,7 @@ bench-speed: build ## only the speed table (same knobs as bench, no failover)
 		--scale-jobs $(BENCH_SCALE_JOBS) --scale-api-jobs $(BENCH_SCALE_API_JOBS) --scale-every-second $(BENCH_SCALE_EVERY_SECOND) \
 		--spread-rates $(BENCH_SPREAD_RATES) --label "$(BENCH_LABEL)" --out docs/benchmarks.md
 
-bench-soak: build ## opt-in soak: BENCH_SOAK_RATE shell jobs/s for BENCH_SOAK_DURATION, RSS every 10 s, its slope and 5-min means, and whether the host stayed quiet and the scheduler kept up (else not an acceptance figure); writes docs/benchmarks.md
+bench-soak: build ## opt-in soak (refused in 15 s where a plain fork floor at its rate falls behind): BENCH_SOAK_RATE shell jobs/s for BENCH_SOAK_DURATION, RSS every 10 s, its slope and 5-min means, and whether the host stayed quiet and the scheduler kept up (else not an acceptance figure); writes docs/benchmarks.md
 	$(GO) run ./bench/speed --binary $(BIN) --soak --soak-rate $(BENCH_SOAK_RATE) --soak-duration $(BENCH_SOAK_DURATION) \
 		--label "$(BENCH_LABEL)" --out docs/benchmarks.md
 

@@ -15,7 +15,9 @@
 //     start → /readyz and → first fire, jobs list latency, lateness;
 //   - spread: N http jobs every second on 3 node agents of one group
 //     (ROUND): lateness as for http, and each node's share of the runs;
-//   - soak (-soak): shell for a long time with RSS sampled every 10 s.
+//   - soak (-soak): shell for a long time with RSS sampled every 10 s,
+//     after a short fork floor at its rate that refuses it on a machine
+//     that cannot start that many commands a second (-soak-precheck).
 //
 // CPU is the whole process tree (standalone and its plugin processes and
 // their reaped children) from /proc/<pid>/stat; RSS is summed over the tree
@@ -24,6 +26,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -62,6 +65,7 @@ type config struct {
 	soakRate                       int
 	soakDuration, soakSample       time.Duration
 	soakWarmup                     time.Duration
+	soakPrecheck                   int
 	keep                           bool
 	seed                           int64
 	clkTck                         int64
@@ -119,6 +123,8 @@ func main() {
 	flag.DurationVar(&cfg.soakDuration, "soak-duration", 30*time.Minute, "soak: length")
 	flag.DurationVar(&cfg.soakSample, "soak-sample", 10*time.Second, "soak: RSS sampling period")
 	flag.DurationVar(&cfg.soakWarmup, "soak-warmup", 5*time.Minute, "soak: samples before this are left out of the RSS slope")
+	flag.IntVar(&cfg.soakPrecheck, "soak-precheck", 15, "soak: seconds of a fork floor at --soak-rate first; the soak is refused when its median "+
+		"lateness passes 1 s (the machine cannot start that many commands a second, and the soak would measure its backlog); 0 = skip")
 	flag.IntVar(&cfg.gcLimitMiB, "gc-limit-mib", 4096, "this process collects its garbage only when its heap nears this many MiB, and once before each "+
 		"row's window, so that its own collections do not stall the receiver during a window (0: Go's default collector)")
 	flag.StringVar(&cfg.receiver, "receiver", receiverLean, "http receiver: lean (epoll, arrival = request read) or net/http (arrival = handler start, the receiver until stop 39)")
@@ -456,6 +462,9 @@ func renderSpeed(cfg config, rows []row, ratios []string) string {
 func runSoak(ctx context.Context, cfg config) error {
 	seconds := int(cfg.soakDuration / time.Second)
 	cfg.floorSeconds = 0
+	if err := soakPrecheck(ctx, cfg); err != nil {
+		return err
+	}
 	r, _, usage, err := shellWorkload(ctx, cfg, cfg.soakRate, seconds, cfg.soakSample)
 	if err != nil {
 		return err
@@ -541,6 +550,48 @@ func runSoak(ctx context.Context, cfg config) error {
 	}
 	if err := benchreport.UpdateSection(cfg.out, "speed-soak", b.String()); err != nil {
 		return fmt.Errorf("writing %s: %w", cfg.out, err)
+	}
+	return nil
+}
+
+// soakPrecheck runs the fork floor at the soak's rate for --soak-precheck
+// seconds and refuses the soak when the floor itself falls behind: on a
+// machine that cannot start that many commands a second without a
+// scheduler (stops 53–56 and 58: 200 sequential forks in 1.5–2.6 s), the
+// soak's lateness and RSS would grow with its backlog for 30 minutes.
+func soakPrecheck(ctx context.Context, cfg config) error {
+	if cfg.soakPrecheck <= 0 {
+		return nil
+	}
+	// A floor that keeps up ends a moment after its window; one whose
+	// starters fall behind would take until its backlog has started.
+	return precheckFloor(ctx, cfg, cfg.warmup+time.Duration(cfg.soakPrecheck)*time.Second+soakBehindP50+10*time.Second)
+}
+
+// precheckFloor runs soakPrecheck's floor, refusing the soak when it has
+// not started its commands within limit or its median lateness passes
+// soakBehindP50.
+func precheckFloor(ctx context.Context, cfg config, limit time.Duration) error {
+	dir, err := os.MkdirTemp("", "cronix-soak-precheck-")
+	if err != nil {
+		return fmt.Errorf("soak precheck: %w", err)
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	fctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	r, err := forkFloor(fctx, cfg, dir, cfg.soakRate, cfg.soakPrecheck)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return fmt.Errorf("soak refused: the fork floor at %d commands/s for %d s had not started all its commands within %s: "+
+			"this machine cannot start that many commands a second without a scheduler, so the soak would measure its backlog "+
+			"(--soak-precheck 0 runs it anyway)", cfg.soakRate, cfg.soakPrecheck, limit)
+	}
+	if err != nil {
+		return fmt.Errorf("soak precheck: %w", err)
+	}
+	if r.P50 > soakBehindP50 {
+		return fmt.Errorf("soak refused: the fork floor at %d commands/s had a median lateness of %s over %d s (more than %s): "+
+			"this machine cannot start that many commands a second without a scheduler, so the soak would measure its backlog "+
+			"(--soak-precheck 0 runs it anyway)", cfg.soakRate, ms(r.P50), cfg.soakPrecheck, soakBehindP50)
 	}
 	return nil
 }

@@ -413,3 +413,18 @@ func TestSoakConditions(t *testing.T) {
 	require.Contains(t, got, "not met; not an acceptance figure.** The scheduler fell behind: 1 of 1")
 	require.Contains(t, soakConditions(nil, onTime, 30*time.Second), "steal could not be read")
 }
+
+// TestSoakPrecheck: a fork floor that keeps up lets the soak run, 0 skips
+// the check, and a floor that has not started its commands within its limit
+// refuses the soak (here a limit shorter than the floor's warm-up).
+func TestSoakPrecheck(t *testing.T) {
+	cfg := config{warmup: time.Second, bucket: 30 * time.Second, floorWorkers: 2, soakRate: 5, soakPrecheck: 1}
+	require.NoError(t, soakPrecheck(t.Context(), cfg), "5 commands a second keep up anywhere")
+	// With a 2-s warm-up the floor's ticks are a second apart, so its second
+	// one is always past the 100-ms limit.
+	cfg.warmup = 2 * time.Second
+	err := precheckFloor(t.Context(), cfg, 100*time.Millisecond)
+	require.ErrorContains(t, err, "soak refused: the fork floor at 5 commands/s for 1 s had not started all its commands within 100ms")
+	cfg.soakPrecheck, cfg.soakRate = 0, 1<<30
+	require.NoError(t, soakPrecheck(t.Context(), cfg), "0 skips the check")
+}

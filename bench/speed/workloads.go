@@ -535,7 +535,14 @@ func forkFloor(ctx context.Context, cfg config, dir string, rate, seconds int) (
 		case <-time.After(time.Until(at)): // the scheduled second, as a scheduler would wait for it
 		}
 		for _, id := range ids {
-			tasks <- task{id, at}
+			select {
+			case tasks <- task{id, at}:
+			case <-ctx.Done(): // starters that fell behind block the send
+				close(tasks)
+				wg.Wait()
+				waits.Wait()
+				return row{}, ctx.Err()
+			}
 		}
 		fired += len(ids)
 	}

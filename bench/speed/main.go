@@ -580,18 +580,18 @@ func precheckFloor(ctx context.Context, cfg config, limit time.Duration) error {
 	fctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	r, err := forkFloor(fctx, cfg, dir, cfg.soakRate, cfg.soakPrecheck)
-	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		return fmt.Errorf("soak refused: the fork floor at %d commands/s for %d s had not started all its commands within %s: "+
-			"this machine cannot start that many commands a second without a scheduler, so the soak would measure its backlog "+
-			"(--soak-precheck 0 runs it anyway)", cfg.soakRate, cfg.soakPrecheck, limit)
+	refuse := func(what string) error {
+		return fmt.Errorf("soak refused: the fork floor at %d commands/s for %d s %s: this machine cannot start that many "+
+			"commands a second without a scheduler, so the soak would measure its backlog (--soak-precheck 0 runs it anyway)",
+			cfg.soakRate, cfg.soakPrecheck, what)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return refuse(fmt.Sprintf("had not started all its commands within %s", limit))
+	case err != nil:
 		return fmt.Errorf("soak precheck: %w", err)
-	}
-	if r.P50 > soakBehindP50 {
-		return fmt.Errorf("soak refused: the fork floor at %d commands/s had a median lateness of %s over %d s (more than %s): "+
-			"this machine cannot start that many commands a second without a scheduler, so the soak would measure its backlog "+
-			"(--soak-precheck 0 runs it anyway)", cfg.soakRate, ms(r.P50), cfg.soakPrecheck, soakBehindP50)
+	case r.P50 > soakBehindP50:
+		return refuse(fmt.Sprintf("had a median lateness of %s (more than %s)", ms(r.P50), soakBehindP50))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"os/exec"
@@ -384,7 +385,11 @@ func TestWindowMeans(t *testing.T) {
 	// and one sample at 30m0s that starts a window of its own (left out).
 	for s := 300; s <= 1800; s += 10 {
 		ts = append(ts, time.Duration(s)*time.Second)
-		vs = append(vs, map[bool]float64{true: 100, false: 110}[s < 600])
+		v := 110.0
+		if s < 600 {
+			v = 100
+		}
+		vs = append(vs, v)
 	}
 	require.Equal(t, []float64{100, 110, 110, 110, 110}, windowMeans(ts, vs, 5*time.Minute))
 	require.Equal(t, "100 · 110 · 110 · 110 · 110", joinMiB(windowMeans(ts, vs, 5*time.Minute)))
@@ -425,6 +430,10 @@ func TestSoakPrecheck(t *testing.T) {
 	cfg.warmup = 2 * time.Second
 	err := precheckFloor(t.Context(), cfg, 100*time.Millisecond)
 	require.ErrorContains(t, err, "soak refused: the fork floor at 5 commands/s for 1 s had not started all its commands within 100ms")
-	cfg.soakPrecheck, cfg.soakRate = 0, 1<<30
-	require.NoError(t, soakPrecheck(t.Context(), cfg), "0 skips the check")
+	// A floor that ran would return the cancelled context's error.
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	require.ErrorIs(t, soakPrecheck(cancelled, cfg), context.Canceled)
+	cfg.soakPrecheck = 0
+	require.NoError(t, soakPrecheck(cancelled, cfg), "0 skips the check")
 }

@@ -524,31 +524,34 @@ func forkFloor(ctx context.Context, cfg config, dir string, rate, seconds int) (
 	for i := range ids {
 		ids[i] = int64(i)
 	}
-	// One tick per second from the warm-up on; the ticks before start warm up.
-	for at := start.Add(-cfg.warmup + time.Second); at.Before(end); at = at.Add(time.Second) {
-		select {
-		case <-ctx.Done():
-			close(tasks)
-			wg.Wait()
-			waits.Wait()
-			return row{}, ctx.Err()
-		case <-time.After(time.Until(at)): // the scheduled second, as a scheduler would wait for it
-		}
-		for _, id := range ids {
+	// One tick per second from the warm-up on; the ticks before start warm
+	// up. A cancelled ctx stops it at once, also in a send that blocks while
+	// the starters are behind.
+	send := func() error {
+		for at := start.Add(-cfg.warmup + time.Second); at.Before(end); at = at.Add(time.Second) {
 			select {
-			case tasks <- task{id, at}:
-			case <-ctx.Done(): // starters that fell behind block the send
-				close(tasks)
-				wg.Wait()
-				waits.Wait()
-				return row{}, ctx.Err()
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Until(at)): // the scheduled second, as a scheduler would wait for it
 			}
+			for _, id := range ids {
+				select {
+				case tasks <- task{id, at}:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			fired += len(ids)
 		}
-		fired += len(ids)
+		return nil
 	}
+	err = send()
 	close(tasks)
 	wg.Wait()
 	waits.Wait()
+	if err != nil {
+		return row{}, err
+	}
 	cpu := ownCPU() - cpu0
 	samples, _, bad, err := readExecLog(execLog, 0)
 	if err != nil {

@@ -263,7 +263,7 @@ type serverConfig struct {
 	httpTLSConfig
 	HTTPAddr          string   `flag:"http-addr" env:"CRONIX_HTTP_ADDR" yaml:"http_addr" help:"address of the REST API and web admin"`
 	AdvertiseURL      string   `flag:"advertise-url" env:"CRONIX_ADVERTISE_URL" yaml:"advertise_url" help:"URL nodes use to reach this replica's API (default: http(s)://<http-addr>)"`
-	DB                string   `flag:"db" env:"CRONIX_DB" yaml:"db" help:"database DSN: sqlite:///path.db, postgres://..., mysql://user:pass@tcp(host:3306)/db?parseTime=true"`
+	DB                string   `flag:"db" env:"CRONIX_DB" yaml:"db" help:"database DSN: sqlite:///path.db, postgres://..., mysql://user:pass@tcp(host:3306)/db?parseTime=true (empty: sqlite://<data-dir>/cronix.db, for a single replica; HA replicas share one PostgreSQL or MySQL database)"`
 	RaftAddr          string   `flag:"raft-addr" env:"CRONIX_RAFT_ADDR" yaml:"raft_addr" help:"raft transport address"`
 	RaftBootstrap     bool     `flag:"raft-bootstrap" env:"CRONIX_RAFT_BOOTSTRAP" yaml:"raft_bootstrap" help:"bootstrap a new single-voter raft cluster on first start"`
 	RaftPeers         []string `flag:"raft-peers" env:"CRONIX_RAFT_PEERS" yaml:"raft_peers" help:"comma-separated id=host:port of every voter of a new HA cluster, this replica included; a replica with no raft state bootstraps it (same list on every replica)"`
@@ -336,7 +336,7 @@ type alertConfig struct {
 	// AlertNoLeaderAfter: no raft leader this long raises cluster.no_leader.
 	AlertNoLeaderAfter time.Duration `flag:"alert-no-leader-after" env:"CRONIX_ALERT_NO_LEADER_AFTER" yaml:"alert_no_leader_after" help:"no raft leader for this long raises cluster.no_leader (0 = stored setting, default 30s)"`
 	// AlertRetryBase is the wait after a first failed delivery, doubled per attempt.
-	AlertRetryBase time.Duration `flag:"alert-retry-base" env:"CRONIX_ALERT_RETRY_BASE" yaml:"alert_retry_base" help:"wait after a failed alert delivery, doubled per attempt up to 10m (8 attempts)"`
+	AlertRetryBase time.Duration `flag:"alert-retry-base" env:"CRONIX_ALERT_RETRY_BASE" yaml:"alert_retry_base" help:"wait after a failed alert delivery, doubled per attempt up to 10m (8 attempts; 0 = 10s)"`
 	// AlertWebhookAllowLoopback lets webhooks reach loopback addresses.
 	AlertWebhookAllowLoopback bool `flag:"alert-webhook-allow-loopback" env:"CRONIX_ALERT_WEBHOOK_ALLOW_LOOPBACK" yaml:"alert_webhook_allow_loopback" help:"let alert webhooks connect to loopback addresses (127.0.0.0/8, ::1)"`
 	// AlertWebhookAllowPrivate lets webhooks reach private addresses.

@@ -50,7 +50,11 @@ node_token: change-me
 	for _, s := range sections {
 		fmt.Fprintf(&b, "## `%s`\n\n%s\n\n%s\n", s.title, s.summary, config.Markdown(s.cfg))
 	}
-	b.WriteString("Environment only: `CRONIX_ADMIN_PASSWORD` — password of the `admin` user created on the first start of a server or standalone.\n")
+	b.WriteString("Environment only: `CRONIX_ADMIN_PASSWORD` — password of the `admin` user created on the first start of a server or standalone.\n\n")
+	b.WriteString("The offline tools take plain flags only (no environment variable or YAML key); `--help` lists them: " +
+		"`cronix user list|add|passwd` (`--data-dir`, `--db`, `--role`; a new password from `CRONIX_USER_PASSWORD` or stdin, " +
+		"see [security.md](security.md)), `cronix plugin verify FILE` and `cronix plugin list` (`--plugin-dir`, `--plugin-checksums`, " +
+		"see [plugins.md](plugins.md)).\n")
 	return b.String()
 }
 

@@ -52,8 +52,8 @@ type DailyReport struct {
 	// DurationMs: started -> finished.
 	DurationMs Percentiles `json:"duration_ms"`
 	// Final: the day is over; the row no longer changes.
-	Final     bool      `json:"final"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Final     bool `json:"final"`
+	UpdatedAt Time `json:"updated_at"`
 }
 
 func dailyReportFromStore(r *store.DailyReport) DailyReport {
@@ -63,7 +63,7 @@ func dailyReportFromStore(r *store.DailyReport) DailyReport {
 			Lost: r.Lost, Skipped: r.Skipped, Unfinished: r.Unfinished},
 		LatenessMs: Percentiles{Count: r.LatenessCount, P50: r.LatenessP50, P99: r.LatenessP99},
 		DurationMs: Percentiles{Count: r.DurationCount, P50: r.DurationP50, P99: r.DurationP99},
-		Final:      r.Final, UpdatedAt: r.UpdatedAt,
+		Final:      r.Final, UpdatedAt: Time{r.UpdatedAt},
 	}
 }
 

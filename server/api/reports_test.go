@@ -72,6 +72,10 @@ func TestDailyReportAPI(t *testing.T) {
 	require.Equal(t, api.Percentiles{Count: 5, P50: 10, P99: 10}, r.LatenessMs)
 	require.Equal(t, api.Percentiles{Count: 5, P50: 100, P99: 100}, r.DurationMs)
 	require.True(t, r.Final)
+	require.False(t, r.UpdatedAt.IsZero())
+	// Written like every instant of the API: UTC with milliseconds.
+	_, raw := b.do(http.MethodGet, "/api/v1/reports/daily?from=2026-03-10&to=2026-03-10", b.token, nil)
+	require.Contains(t, string(raw), `"updated_at":"`+r.UpdatedAt.UTC().Format(api.TimeLayout)+`"`)
 
 	ops := get(b.token, "from=2026-03-01&to=2026-03-31&group=ops")
 	require.Equal(t, 1, ops.Total)

@@ -274,7 +274,7 @@ func (rc *runControl) nodeSystem(w http.ResponseWriter, r *http.Request) error {
 			if err := json.Unmarshal(ev.Kv.Value, &info); err != nil {
 				return fmt.Errorf("decode system info of node %s: %w", uuid, err)
 			}
-			writeJSON(w, http.StatusOK, info)
+			writeJSON(w, http.StatusOK, systemInfoResponse{SystemInfo: info, CollectedAt: Time{info.CollectedAt}})
 			return nil
 		}
 	}
@@ -282,4 +282,12 @@ func (rc *runControl) nodeSystem(w http.ResponseWriter, r *http.Request) error {
 		return ctx.Err()
 	}
 	return errNodeNoAnswer
+}
+
+// systemInfoResponse is the node's SystemInfo as the API writes it: its
+// collected_at in TimeLayout, like every instant of the API (the record in
+// etcd keeps the node's nanoseconds).
+type systemInfoResponse struct {
+	cluster.SystemInfo
+	CollectedAt Time `json:"collected_at"`
 }

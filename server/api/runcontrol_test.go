@@ -3,6 +3,7 @@ package api_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	"github.com/cronix/cronix/node/sysinfo"
 	"github.com/cronix/cronix/node/trust"
 	"github.com/cronix/cronix/pluginapi"
+	"github.com/cronix/cronix/server/api"
 	"github.com/cronix/cronix/server/store"
 )
 
@@ -242,6 +244,17 @@ func TestNodeSystemInfoRoundTrip(t *testing.T) {
 		require.Positive(t, info.Disks[0].Total)
 		require.WithinDuration(t, time.Now(), info.CollectedAt, time.Minute)
 	}
+	// collected_at is written like every instant of the API: UTC with
+	// milliseconds, not the record's nanoseconds.
+	status, raw := b.do(http.MethodGet, "/api/v1/nodes/n1/system", b.token, nil)
+	require.Equal(t, http.StatusOK, status)
+	var fields map[string]any
+	require.NoError(t, json.Unmarshal(raw, &fields))
+	at, ok := fields["collected_at"].(string)
+	require.True(t, ok, "collected_at: %v", fields["collected_at"])
+	parsed, err := time.Parse(api.TimeLayout, at)
+	require.NoError(t, err)
+	require.Equal(t, parsed.UTC().Format(api.TimeLayout), at)
 	sw, err := b.etcd.Get(b.ctx, b.keys.SystemSwitch("n1"), clientv3.WithCountOnly())
 	require.NoError(t, err)
 	require.Zero(t, sw.Count, "request removed")

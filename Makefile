@@ -102,6 +102,9 @@ lint: ## gofmt, go vet and golangci-lint
 	@command -v golangci-lint >/dev/null || $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
 	golangci-lint run ./...
 
+fmt: ## gofmt every Go file of the repository
+	gofmt -w $$(git ls-files '*.go')
+
 docs: build ## regenerate docs/configuration.md from the binary's flags
 	$(BIN) docs configuration > docs/configuration.md
 

@@ -227,7 +227,15 @@ func SetAuditObject(ctx context.Context, objectType, objectID string) {
 	setAudit(ctx, func(a *auditRecord) { a.objectType, a.objectID = objectType, objectID })
 }
 
-// compatActions names the audit action of an xxl-job API path.
+// SkipAudit drops the audit entry of the current request, for front doors
+// (server/compat) that answer a failure with HTTP 200: the call changed
+// nothing. A no-op outside an audited request.
+func SkipAudit(ctx context.Context) {
+	setAudit(ctx, func(a *auditRecord) { a.skip = true })
+}
+
+// compatActions names the audit action of an xxl-job API path; a path
+// without one (a list, even as POST) is a read and is not audited.
 var compatActions = map[string]string{
 	"add": "create", "update": "update", "remove": "delete", "start": "enable", "stop": "disable", "trigger": "trigger",
 }
@@ -249,6 +257,7 @@ func defaultAudit(r *http.Request, tmpl string, rule authz.Rule) *auditRecord {
 			rec.objectType = "group"
 		}
 		rec.action = compatActions[tmpl[strings.LastIndexByte(tmpl, '/')+1:]]
+		rec.skip = rec.action == ""
 		return rec
 	}
 	segs := strings.Split(strings.Trim(strings.TrimPrefix(tmpl, "/api/v1"), "/"), "/")

@@ -114,11 +114,13 @@ func New(cfg Config) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fn, ok := routes[r.URL.Path]
 		if !ok {
+			api.SkipAudit(r.Context())
 			writeJSON(w, http.StatusNotFound, ReturnT{Code: http.StatusNotFound, Msg: ptr("no such xxl-job API route")})
 			return
 		}
 		list := strings.HasSuffix(r.URL.Path, "/list")
 		if r.Method != http.MethodPost && (!list || r.Method != http.MethodGet) {
+			api.SkipAudit(r.Context())
 			writeJSON(w, http.StatusMethodNotAllowed, ReturnT{Code: http.StatusMethodNotAllowed, Msg: ptr("method not allowed")})
 			return
 		}
@@ -168,13 +170,15 @@ var errUnauthorized = errors.New("missing or invalid access token")
 
 // writeError answers err in the ReturnT envelope: 401 for a bad token;
 // code 500 with HTTP 200 for invalid input, unknown ids and conflicts (as
-// xxl-job does); HTTP 500 for internal errors.
+// xxl-job does); HTTP 500 for internal errors. The call failed: it writes
+// no audit entry, whatever its HTTP status.
 func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var (
 		br  *badRequest
 		ve  *api.ValidationError
 		mbe *http.MaxBytesError
 	)
+	api.SkipAudit(r.Context())
 	if status, msg, ok := api.StatusOf(err); ok {
 		writeJSON(w, status, ReturnT{Code: status, Msg: ptr(msg)})
 		return

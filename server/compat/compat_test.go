@@ -36,6 +36,13 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
+	return setupWith(t, nil)
+}
+
+// setupWith is setup whose compat handler reads and writes through
+// wrap(store) when wrap is not nil (the REST API keeps the store itself).
+func setupWith(t *testing.T, wrap func(api.Store) api.Store) *bundle {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "cronix.db"))
@@ -73,8 +80,12 @@ func setup(t *testing.T) *bundle {
 	}
 	// The compat API is served behind the REST API's front door, which
 	// authorizes its paths like any route.
+	var compatStore api.Store = st
+	if wrap != nil {
+		compatStore = wrap(st)
+	}
 	b.srv = httptest.NewServer(api.New(api.Config{Store: st, Etcd: cli, Keys: keys, Location: time.UTC,
-		Compat: compat.New(compat.Config{Store: st, Etcd: cli, Keys: keys, Location: time.UTC})}))
+		Compat: compat.New(compat.Config{Store: compatStore, Etcd: cli, Keys: keys, Location: time.UTC})}))
 	t.Cleanup(b.srv.Close)
 	return b
 }
@@ -119,6 +130,29 @@ func (b *bundle) send(method, path string, body map[string]any, asForm bool, hea
 	require.NoError(b.t, err)
 	require.NoError(b.t, json.Unmarshal(raw, &out), "%s", raw)
 	return resp.StatusCode, out
+}
+
+// operator is b acting as a new operator whose API token grants groups.
+func (b *bundle) operator(groups ...int64) *bundle {
+	b.t.Helper()
+	secret, hash := auth.NewAPIToken()
+	u := &store.User{Username: "op-" + hash[:12], PasswordHash: "-", Role: store.RoleOperator, Groups: groups}
+	require.NoError(b.t, b.store.CreateUser(b.ctx, u))
+	require.NoError(b.t, b.store.CreateAccessToken(b.ctx, &store.AccessToken{TokenHash: hash, UserID: u.ID,
+		Name: "portal", Role: store.RoleOperator, Groups: groups}))
+	op := *b
+	op.token = secret
+	return &op
+}
+
+// storeJob stores a shell job named name in group appName, past the API.
+func (b *bundle) storeJob(appName, name string) *store.Job {
+	b.t.Helper()
+	j := &store.Job{Name: name, Group: appName, ScheduleType: "none", Handler: "shell",
+		Params: json.RawMessage(`{"script":"true"}`), RouteStrategy: cluster.RouteFirst,
+		BlockStrategy: cluster.BlockSerial, MisfirePolicy: cluster.MisfireFireOnceNow}
+	require.NoError(b.t, b.store.CreateJob(b.ctx, j))
+	return j
 }
 
 func mustJSON(t *testing.T, v any) string {

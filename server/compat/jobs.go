@@ -506,6 +506,7 @@ func (h *handler) jobUpdate(ctx context.Context, w http.ResponseWriter, p params
 		if _, err := h.jobs.Get(ctx, id); err != nil {
 			return err
 		}
+		api.SetAuditObject(ctx, "job", strconv.FormatInt(id, 10))
 		writeJSON(w, http.StatusOK, ReturnT{Code: 200})
 		return nil
 	}

@@ -168,15 +168,23 @@ func invalid(format string, args ...any) error { return &badRequest{fmt.Sprintf(
 
 var errUnauthorized = errors.New("missing or invalid access token")
 
-// writeError answers err in the ReturnT envelope: 401 for a bad token;
-// code 500 with HTTP 200 for invalid input, unknown ids and conflicts (as
-// xxl-job does); HTTP 500 for internal errors. The call failed: it writes
-// no audit entry, whatever its HTTP status.
+// denied is a request the caller's grants do not allow, answered with HTTP
+// 403 and code 403 (as server/api's authorization answers on this API).
+type denied struct{ msg string }
+
+func (e *denied) Error() string { return e.msg }
+
+// writeError answers err in the ReturnT envelope: 401 for a bad token; 403
+// for a group outside the caller's grants; code 500 with HTTP 200 for
+// invalid input, unknown ids and conflicts (as xxl-job does); HTTP 500 for
+// internal errors. The call failed: it writes no audit entry, whatever its
+// HTTP status.
 func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var (
 		br  *badRequest
 		ve  *api.ValidationError
 		mbe *http.MaxBytesError
+		de  *denied
 	)
 	api.SkipAudit(r.Context())
 	if status, msg, ok := api.StatusOf(err); ok {
@@ -184,6 +192,8 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		return
 	}
 	switch {
+	case errors.As(err, &de):
+		writeJSON(w, http.StatusForbidden, ReturnT{Code: http.StatusForbidden, Msg: ptr(de.msg)})
 	case errors.Is(err, errUnauthorized):
 		writeJSON(w, http.StatusUnauthorized, ReturnT{Code: http.StatusUnauthorized, Msg: ptr(err.Error())})
 	case errors.As(err, &br):

@@ -96,10 +96,14 @@ func (h *handler) jobList(ctx context.Context, w http.ResponseWriter, p params, 
 	}
 	groups := map[string]int64{}
 	if groupID > 0 {
-		// An unknown group (or one outside the caller's groups) has no
+		// A group outside the caller's groups (or an unknown one) has no
 		// jobs: the list envelope with no rows, as xxl-job answers.
+		if !u.InGroup(groupID) {
+			writeJSON(w, http.StatusOK, PageList[JobInfo]{Data: []JobInfo{}})
+			return nil
+		}
 		g, err := h.store.GetGroup(ctx, groupID)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && !u.InGroup(groupID)) {
+		if errors.Is(err, store.ErrNotFound) {
 			writeJSON(w, http.StatusOK, PageList[JobInfo]{Data: []JobInfo{}})
 			return nil
 		}
@@ -269,9 +273,17 @@ func (h *handler) jobRequest(ctx context.Context, p params, base *store.Job) (ap
 	if groupID <= 0 {
 		return req, invalid("jobGroup is required")
 	}
+	// A group outside the caller's groups is refused before it is looked
+	// up, like one that does not exist: its appname must not leak.
+	if !api.PrincipalFrom(ctx).InGroup(groupID) {
+		return req, &denied{fmt.Sprintf("no permission for jobGroup %d", groupID)}
+	}
 	g, err := h.store.GetGroup(ctx, groupID)
-	if err != nil {
+	if errors.Is(err, store.ErrNotFound) {
 		return req, invalid("jobGroup %d does not exist", groupID)
+	}
+	if err != nil {
+		return req, fmt.Errorf("read group %d: %w", groupID, err)
 	}
 	req.Group = g.AppName
 	req.Name = p.str("jobDesc")
@@ -477,22 +489,13 @@ func jobID(p params) (int64, error) {
 	return id, nil
 }
 
-// getJob reads job id, answering xxl-job's message when it is missing.
-func (h *handler) getJob(ctx context.Context, id int64) (*store.Job, error) {
-	j, err := h.store.GetJob(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("job %d not found: %w", id, err)
-	}
-	return j, nil
-}
-
 // jobUpdate serves /jobinfo/update.
 func (h *handler) jobUpdate(ctx context.Context, w http.ResponseWriter, p params, _ *authz.Principal) error {
 	id, err := jobID(p)
 	if err != nil {
 		return err
 	}
-	old, err := h.getJob(ctx, id)
+	old, err := h.jobs.Get(ctx, id) // outside the caller's groups: not found, before the body is read
 	if err != nil {
 		return err
 	}
@@ -560,7 +563,7 @@ func (h *handler) setEnabled(ctx context.Context, w http.ResponseWriter, p param
 	if err != nil {
 		return err
 	}
-	j, err := h.getJob(ctx, id)
+	j, err := h.jobs.Get(ctx, id)
 	if err != nil {
 		return err
 	}

@@ -337,50 +337,67 @@ func readParams(r *http.Request) (params, error) {
 	return p, nil
 }
 
+// rows is a window of a list: size rows from offset.
+type rows struct{ offset, size int }
+
 // page reads pageNum/pageSize (seed 001) or xxl-job's start/length.
-func page(p params) (store.Page, int, error) {
+func page(p params) (rows, error) {
 	size, err := p.int("pageSize", 10)
 	if err != nil {
-		return store.Page{}, 0, err
+		return rows{}, err
 	}
 	num, err := p.int("pageNum", 1)
 	if err != nil {
-		return store.Page{}, 0, err
+		return rows{}, err
 	}
 	if p.has("length") {
 		if size, err = p.int("length", 10); err != nil {
-			return store.Page{}, 0, err
+			return rows{}, err
 		}
 	}
 	if size < 1 || size > api.MaxPageSize {
-		return store.Page{}, 0, invalid("pageSize must be from 1 to %d", api.MaxPageSize)
+		return rows{}, invalid("pageSize must be from 1 to %d", api.MaxPageSize)
 	}
 	if num < 1 || num > api.MaxPage {
-		return store.Page{}, 0, invalid("pageNum must be from 1 to %d", api.MaxPage)
+		return rows{}, invalid("pageNum must be from 1 to %d", api.MaxPage)
 	}
-	offset := int((num - 1) * size)
+	offset := (num - 1) * size
 	if p.has("start") {
 		start, err := p.int("start", 0)
 		if err != nil {
-			return store.Page{}, 0, err
+			return rows{}, err
 		}
 		if start < 0 || start > api.MaxPage {
-			return store.Page{}, 0, invalid("start must be from 0 to %d", api.MaxPage)
+			return rows{}, invalid("start must be from 0 to %d", api.MaxPage)
 		}
-		offset = int(start)
+		offset = start
 	}
-	// Store pages count from 1: an offset that is not a multiple of the
-	// size reads the rows up to it and skips them.
-	if offset%int(size) == 0 {
-		return store.Page{Page: offset/int(size) + 1, PageSize: int(size)}, 0, nil
-	}
-	return store.Page{Page: 1, PageSize: offset + int(size)}, offset, nil
+	return rows{offset: int(offset), size: int(size)}, nil
 }
 
-// window is items without the first skip.
-func window[T any](items []T, skip int) []T {
-	if skip >= len(items) {
-		return []T{}
+// readRows reads the rows of w and the total through find, which reads one
+// store page. Store pages count from 1 and hold w.size rows: an offset that
+// is a multiple of the size is one page; any other is the end of one page
+// and the start of the next. The store is never asked for more than w.size
+// rows (at most api.MaxPageSize), nor for the rows before the offset.
+func readRows[T any](w rows, find func(store.Page) ([]T, int, error)) ([]T, int, error) {
+	first := store.Page{Page: w.offset/w.size + 1, PageSize: w.size}
+	items, total, err := find(first)
+	if err != nil {
+		return nil, 0, err
 	}
-	return items[skip:]
+	skip := w.offset % w.size
+	if skip == 0 {
+		return items, total, nil
+	}
+	full := len(items) == w.size
+	items = items[min(skip, len(items)):]
+	if !full || first.Page*w.size >= total {
+		return items, total, nil
+	}
+	next, _, err := find(store.Page{Page: first.Page + 1, PageSize: w.size})
+	if err != nil {
+		return nil, 0, err
+	}
+	return append(items, next[:min(skip, len(next))]...), total, nil
 }

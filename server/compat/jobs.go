@@ -54,12 +54,14 @@ type JobInfo struct {
 
 // groupList serves /jobgroup/list?appname=&title=&pageNum=&pageSize=.
 func (h *handler) groupList(ctx context.Context, w http.ResponseWriter, p params, u *authz.Principal) error {
-	pg, skip, err := page(p)
+	win, err := page(p)
 	if err != nil {
 		return err
 	}
-	groups, total, err := h.store.FindGroups(ctx, store.GroupFilter{AppName: p.str("appname"), Title: p.str("title"),
-		Scope: u.Scope()}, pg)
+	f := store.GroupFilter{AppName: p.str("appname"), Title: p.str("title"), Scope: u.Scope()}
+	groups, total, err := readRows(win, func(pg store.Page) ([]store.Group, int, error) {
+		return h.store.FindGroups(ctx, f, pg)
+	})
 	if err != nil {
 		return fmt.Errorf("list groups: %w", err)
 	}
@@ -68,7 +70,7 @@ func (h *handler) groupList(ctx context.Context, w http.ResponseWriter, p params
 		return err
 	}
 	out := PageList[Group]{RecordsFiltered: total, RecordsTotal: total, Data: []Group{}}
-	for _, g := range window(groups, skip) {
+	for _, g := range groups {
 		x := Group{ID: g.ID, AppName: g.AppName, Title: g.Title, AddressList: strings.Join(g.Addresses, ",")}
 		if g.AddressType == store.AddressManual {
 			x.AddressType = 1
@@ -84,7 +86,7 @@ func (h *handler) groupList(ctx context.Context, w http.ResponseWriter, p params
 
 // jobList serves /jobinfo/list?jobGroup=&triggerStatus=&jobDesc=&executorHandler=&author=&pageNum=&pageSize=.
 func (h *handler) jobList(ctx context.Context, w http.ResponseWriter, p params, u *authz.Principal) error {
-	pg, skip, err := page(p)
+	win, err := page(p)
 	if err != nil {
 		return err
 	}
@@ -125,22 +127,26 @@ func (h *handler) jobList(ctx context.Context, w http.ResponseWriter, p params, 
 	default:
 		return invalid("triggerStatus must be -1 (all), 0 (stopped) or 1 (running)")
 	}
-	jobs, total, err := h.store.FindJobs(ctx, f, pg)
+	jobs, total, err := readRows(win, func(pg store.Page) ([]store.Job, int, error) {
+		return h.store.FindJobs(ctx, f, pg)
+	})
 	if err != nil {
 		return fmt.Errorf("list jobs: %w", err)
 	}
 	out := PageList[JobInfo]{RecordsFiltered: total, RecordsTotal: total, Data: []JobInfo{}}
-	for _, j := range window(jobs, skip) {
+	for _, j := range jobs {
 		gid, ok := groups[j.Group]
 		if !ok {
-			all, _, err := h.store.FindGroups(ctx, store.GroupFilter{}, store.Page{})
-			if err != nil {
-				return fmt.Errorf("list groups: %w", err)
+			// The id of each group on the page, once (0 for a job whose
+			// group row is missing).
+			g, err := h.store.GroupByName(ctx, j.Group)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("read group %q: %w", j.Group, err)
 			}
-			for _, g := range all {
-				groups[g.AppName] = g.ID
+			if g != nil {
+				gid = g.ID
 			}
-			gid = groups[j.Group]
+			groups[j.Group] = gid
 		}
 		out.Data = append(out.Data, jobInfoOf(&j, gid))
 	}

@@ -284,6 +284,20 @@ func (p params) int(k string, def int64) (int64, error) {
 	return n, nil
 }
 
+// id reads an id parameter: blank is 0 (not given); anything but a
+// positive integer is refused.
+func (p params) id(k string) (int64, error) {
+	v := p.str(k)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, invalid("%s must be a positive integer, not %q", k, v)
+	}
+	return n, nil
+}
+
 func readParams(r *http.Request) (params, error) {
 	p := params{}
 	for k, v := range r.URL.Query() {

@@ -96,6 +96,11 @@ func (h *handler) jobList(ctx context.Context, w http.ResponseWriter, p params, 
 	if err != nil {
 		return err
 	}
+	if groupID < -1 {
+		// 0 and -1 are every group, as xxl-job reads any jobGroup <= 0 and
+		// its clients send either; another negative is a mistake.
+		return invalid("jobGroup must be a group id, or 0 or -1 for every group, not %d", groupID)
+	}
 	groups := map[string]int64{}
 	if groupID > 0 {
 		// A group outside the caller's groups (or an unknown one) has no
@@ -272,11 +277,11 @@ func (h *handler) jobRequest(ctx context.Context, p params, base *store.Job) (ap
 		disabled := false
 		req.Enabled = &disabled // xxl-job adds jobs stopped (triggerStatus 0)
 	}
-	groupID, err := p.int("jobGroup", 0)
+	groupID, err := p.id("jobGroup")
 	if err != nil {
 		return req, err
 	}
-	if groupID <= 0 {
+	if groupID == 0 {
 		return req, invalid("jobGroup is required")
 	}
 	// A group outside the caller's groups is refused before it is looked
@@ -485,11 +490,11 @@ func (h *handler) jobAdd(ctx context.Context, w http.ResponseWriter, p params, _
 
 // jobID reads the required id parameter.
 func jobID(p params) (int64, error) {
-	id, err := p.int("id", 0)
+	id, err := p.id("id")
 	if err != nil {
 		return 0, err
 	}
-	if id <= 0 {
+	if id == 0 {
 		return 0, invalid("id is required")
 	}
 	return id, nil

@@ -125,3 +125,52 @@ func mustID(t *testing.T, s string) int64 {
 	require.NoError(t, err)
 	return id
 }
+
+// TestNegativeIDs: /jobinfo/list takes jobGroup 0 or -1 for every group (as
+// xxl-job's admin and its clients send them) and refuses any other negative
+// group; an id or jobGroup that is not a positive integer is refused with a
+// message that says so, on every route that takes one.
+func TestNegativeIDs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.storeJob("xxl-job-executor-sample", "in group 1")
+	b.storeJob("xxl-job-executor-sample-springCloud", "in group 2")
+	for _, g := range []string{"", "0", "-1"} {
+		status, out := b.send(http.MethodGet, "/jobinfo/list?jobGroup="+g, nil, false, "xxl")
+		require.Equal(t, http.StatusOK, status, "%v", out)
+		require.EqualValues(t, 2, out["recordsTotal"], "jobGroup=%q is every group", g)
+		require.Len(t, out["data"], 2)
+	}
+	for _, g := range []string{"-2", "-5", "-9223372036854775808"} {
+		status, out := b.send(http.MethodGet, "/jobinfo/list?jobGroup="+g, nil, false, "xxl")
+		require.Equal(t, http.StatusOK, status, "%v", out)
+		require.Equal(t, map[string]any{"code": 500.0, "content": nil,
+			"msg": "jobGroup must be a group id, or 0 or -1 for every group, not " + g}, out)
+	}
+
+	for _, path := range []string{"/jobinfo/update", "/jobinfo/start", "/jobinfo/stop", "/jobinfo/trigger", "/jobinfo/remove"} {
+		for _, id := range []string{"-1", "0", "abc", "1.5", "-9223372036854775808"} {
+			body := seedAdd()
+			body["id"] = id
+			status, out := b.send(http.MethodPost, path, body, true, "xxl")
+			require.Equal(t, http.StatusOK, status, "%v", out)
+			require.Equal(t, map[string]any{"code": 500.0, "content": nil,
+				"msg": `id must be a positive integer, not "` + id + `"`}, out, "%s id=%s", path, id)
+		}
+		status, out := b.send(http.MethodPost, path, seedAdd(), true, "xxl")
+		require.Equal(t, http.StatusOK, status, "%v", out)
+		require.Equal(t, map[string]any{"code": 500.0, "content": nil, "msg": "id is required"}, out, path)
+	}
+	for _, g := range []string{"-3", "0", "two"} {
+		body := seedAdd()
+		body["jobGroup"] = g
+		status, out := b.send(http.MethodPost, "/jobinfo/add", body, true, "xxl")
+		require.Equal(t, http.StatusOK, status, "%v", out)
+		require.Equal(t, map[string]any{"code": 500.0, "content": nil,
+			"msg": `jobGroup must be a positive integer, not "` + g + `"`}, out, "jobGroup=%s", g)
+	}
+	body := seedAdd()
+	delete(body, "jobGroup")
+	_, out := b.send(http.MethodPost, "/jobinfo/add", body, true, "xxl")
+	require.Equal(t, "jobGroup is required", out["msg"])
+}

@@ -392,8 +392,9 @@ func page(p params) (rows, error) {
 // readRows reads the rows of w and the total through find, which reads one
 // store page. Store pages count from 1 and hold w.size rows: an offset that
 // is a multiple of the size is one page; any other is the end of one page
-// and the start of the next. The store is never asked for more than w.size
-// rows (at most api.MaxPageSize), nor for the rows before the offset.
+// and the start of the next (read only when the first is full and rows
+// remain). The store is never asked for more than w.size rows (at most
+// api.MaxPageSize) at a time, whatever the offset.
 func readRows[T any](w rows, find func(store.Page) ([]T, int, error)) ([]T, int, error) {
 	first := store.Page{Page: w.offset/w.size + 1, PageSize: w.size}
 	items, total, err := find(first)

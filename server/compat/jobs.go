@@ -268,8 +268,9 @@ func joinIDs(ids []int64) string {
 
 // jobRequest maps xxl-job's add/update parameters onto an API job request.
 // base is the stored job for an update (fields xxl-job does not send keep
-// their value), nil for an add.
-func (h *handler) jobRequest(ctx context.Context, p params, base *store.Job) (api.JobRequest, error) {
+// their value), nil for an add; u is the caller, whose groups jobGroup must
+// be among.
+func (h *handler) jobRequest(ctx context.Context, p params, base *store.Job, u *authz.Principal) (api.JobRequest, error) {
 	var req api.JobRequest
 	if base != nil {
 		req = api.RequestOf(base)
@@ -286,7 +287,7 @@ func (h *handler) jobRequest(ctx context.Context, p params, base *store.Job) (ap
 	}
 	// A group outside the caller's groups is refused before it is looked
 	// up, like one that does not exist: its appname must not leak.
-	if !api.PrincipalFrom(ctx).InGroup(groupID) {
+	if !u.InGroup(groupID) {
 		return req, &denied{fmt.Sprintf("no permission for jobGroup %d", groupID)}
 	}
 	g, err := h.store.GetGroup(ctx, groupID)
@@ -475,8 +476,8 @@ func splitList(s string) []string {
 }
 
 // jobAdd serves /jobinfo/add: content is the new job id as a string.
-func (h *handler) jobAdd(ctx context.Context, w http.ResponseWriter, p params, _ *authz.Principal) error {
-	req, err := h.jobRequest(ctx, p, nil)
+func (h *handler) jobAdd(ctx context.Context, w http.ResponseWriter, p params, u *authz.Principal) error {
+	req, err := h.jobRequest(ctx, p, nil, u)
 	if err != nil {
 		return err
 	}
@@ -501,7 +502,7 @@ func jobID(p params) (int64, error) {
 }
 
 // jobUpdate serves /jobinfo/update.
-func (h *handler) jobUpdate(ctx context.Context, w http.ResponseWriter, p params, _ *authz.Principal) error {
+func (h *handler) jobUpdate(ctx context.Context, w http.ResponseWriter, p params, u *authz.Principal) error {
 	id, err := jobID(p)
 	if err != nil {
 		return err
@@ -510,16 +511,13 @@ func (h *handler) jobUpdate(ctx context.Context, w http.ResponseWriter, p params
 	if err != nil {
 		return err
 	}
-	req, err := h.jobRequest(ctx, p, old)
+	req, err := h.jobRequest(ctx, p, old, u)
 	if err != nil {
 		return err
 	}
 	if sameRequest(req, api.RequestOf(old)) {
 		// The listed job sent back unchanged: nothing to save (no new
-		// revision), once the caller may see the job.
-		if _, err := h.jobs.Get(ctx, id); err != nil {
-			return err
-		}
+		// revision); audited as an update of it, like an unchanged PUT.
 		api.SetAuditObject(ctx, "job", strconv.FormatInt(id, 10))
 		writeJSON(w, http.StatusOK, ReturnT{Code: 200})
 		return nil

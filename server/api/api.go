@@ -263,6 +263,7 @@ func (s *server) routes() *mux.Router {
 	r := mux.NewRouter()
 	r.NotFoundHandler = s.handle(func(http.ResponseWriter, *http.Request) error { return errRouteNotFound })
 	r.MethodNotAllowedHandler = s.handle(func(http.ResponseWriter, *http.Request) error { return errMethodNotAllowed })
+	r.Use(s.refuseNUL) // before authentication: a NUL reaches no handler, not even login (nulguard.go)
 	r.Use(s.authorize)
 
 	r.Handle("/healthz", health.LiveHandler()).Methods(http.MethodGet, http.MethodHead)

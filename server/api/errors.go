@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -176,9 +177,16 @@ var errEmptyBody = errors.New("empty body")
 
 // decodeJSON decodes the request body (one JSON object) into dst. With
 // strict, unknown fields are rejected. Errors are ValidationErrors (400), a
-// *http.MaxBytesError (413), or errEmptyBody.
+// *http.MaxBytesError (413), or errEmptyBody. Every string holding a NUL
+// character is named by its JSON path ("title", "events[0].node";
+// nulFields): no database stores one, so it is refused here, before
+// anything reaches SQL or the audit log.
 func decodeJSON(r *http.Request, dst any, strict bool) error {
-	dec := json.NewDecoder(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return jsonError(err) // a *http.MaxBytesError (413), or the body ended early
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	if strict {
 		dec.DisallowUnknownFields()
 	}
@@ -192,6 +200,11 @@ func decodeJSON(r *http.Request, dst any, strict bool) error {
 			return jsonError(err)
 		}
 		return &ValidationError{Message: "malformed JSON: unexpected data after the object"}
+	}
+	fields := map[string]string{}
+	nulFields(reflect.ValueOf(dst), "", fields)
+	if len(fields) > 0 {
+		return &ValidationError{Message: "invalid request", Fields: fields}
 	}
 	return nil
 }

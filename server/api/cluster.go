@@ -8,6 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/gorilla/mux"
@@ -82,6 +85,72 @@ type AddServerRequest struct {
 	ID string `json:"id"`
 	// Address is its --raft-addr (host:port).
 	Address string `json:"address"`
+}
+
+// MaxServerIDChars bounds a raft server id: a DNS name (at most 253
+// characters), ":" and a port, as the default id (--raft-addr) is.
+const MaxServerIDChars = 260
+
+// serverIDPattern is what a raft server id may hold: every id a replica
+// gives itself ("standalone", an --id, the default "host:port" of its
+// --raft-addr, "[::1]:7946" for IPv6), and nothing that would make it
+// unreachable as the {id} of DELETE /api/v1/cluster/servers/{id} (a "/",
+// "%", "?", "#", spaces).
+var serverIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:\[\]-]+$`)
+
+// checkServerID is what is wrong with a raft server id, "" if nothing.
+func checkServerID(id string) string {
+	switch {
+	case id == "":
+		return "is required"
+	case len(id) > MaxServerIDChars:
+		return fmt.Sprintf("must be at most %d characters", MaxServerIDChars)
+	case !serverIDPattern.MatchString(id) || strings.Trim(id, ".") == "":
+		return "must be letters, digits and . _ : - [ ] (the new replica's --id; by default its --raft-addr)"
+	}
+	return ""
+}
+
+// checkRaftAddress is what is wrong with a raft transport address, "" if
+// nothing: host:port with an IP address or a DNS name that other replicas
+// can dial, and a numeric port from 1 to 65535.
+func checkRaftAddress(addr string) string {
+	const shape = "must be host:port (the new replica's --raft-addr)"
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" || port == "" {
+		return shape
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if ip.IsUnspecified() {
+			return fmt.Sprintf("%s: %s is no address other replicas can dial", shape, host)
+		}
+	} else if !validHostName(host) {
+		return fmt.Sprintf("%s: %q is neither an IP address nor a host name", shape, host)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strings.TrimLeft(port, "0123456789") != "" {
+		return fmt.Sprintf("%s: the port must be a number from 1 to 65535, not %q", shape, port)
+	}
+	return ""
+}
+
+const hostNameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"
+
+// validHostName reports whether h is a DNS name: at most 253 characters,
+// dot-separated labels of 1 to 63 letters, digits, "-" (not first or last)
+// and "_" (as container names have).
+func validHostName(h string) bool {
+	if len(h) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		if strings.TrimLeft(label, hostNameChars) != "" {
+			return false
+		}
+	}
+	return true
 }
 
 var errNoCluster = &statusError{http.StatusServiceUnavailable, "raft is not running on this replica"}
@@ -187,11 +256,11 @@ func (s *server) addClusterServer(w http.ResponseWriter, r *http.Request) error 
 	}
 	fields := map[string]string{}
 	req.ID, req.Address = strings.TrimSpace(req.ID), strings.TrimSpace(req.Address)
-	if req.ID == "" {
-		fields["id"] = "is required"
+	if msg := checkServerID(req.ID); msg != "" {
+		fields["id"] = msg
 	}
-	if host, port, err := net.SplitHostPort(req.Address); err != nil || host == "" || port == "" {
-		fields["address"] = "must be host:port (the new replica's --raft-addr)"
+	if msg := checkRaftAddress(req.Address); msg != "" {
+		fields["address"] = msg
 	}
 	if len(fields) > 0 {
 		return &ValidationError{Message: "invalid request", Fields: fields}

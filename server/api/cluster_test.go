@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -177,4 +179,65 @@ func TestClusterWithoutRaft(t *testing.T) {
 	t.Parallel()
 	b := setupCluster(t, nil)
 	b.errorOf(http.MethodGet, "/api/v1/cluster", b.token, nil, http.StatusServiceUnavailable)
+}
+
+// TestClusterAddServerValidation: POST /api/v1/cluster/servers takes only an
+// id it can later remove (DELETE /cluster/servers/{id}) and an address
+// other replicas can dial; anything else is a 400 on id or address that
+// leaves the raft configuration and the audit log as they were. Every id a
+// replica gives itself is accepted: "standalone", its --raft-addr by
+// default (IPv4, IPv6, a host name).
+func TestClusterAddServerValidation(t *testing.T) {
+	t.Parallel()
+	fc := &fakeCluster{st: raftha.Status{ID: "s1", Address: "127.0.0.1:7001", State: "Leader", LeaderID: "s1",
+		Servers: []raftha.Server{{ID: "s1", Address: "127.0.0.1:7001", Suffrage: "Voter"}}}}
+	b := setupCluster(t, fc)
+	for _, tc := range []struct {
+		body  string
+		field string
+		msg   string
+	}{
+		{`{"id":"s9","address":"bad host:notaport"}`, "address", `"bad host" is neither an IP address nor a host name`},
+		{`{"id":"s9","address":"good-host:notaport"}`, "address", `the port must be a number from 1 to 65535, not "notaport"`},
+		{`{"id":"s8","address":"127.0.0.1:99999"}`, "address", "from 1 to 65535"},
+		{`{"id":"s8","address":"127.0.0.1:0"}`, "address", "from 1 to 65535"},
+		{`{"id":"s8","address":"127.0.0.1:+80"}`, "address", "from 1 to 65535"},
+		{`{"id":"s8","address":"0.0.0.0:7946"}`, "address", "no address other replicas can dial"},
+		{`{"id":"s8","address":"-bad.example.com:7946"}`, "address", "neither an IP address nor a host name"},
+		{`{"id":"s8","address":"a..b:7946"}`, "address", "neither an IP address nor a host name"},
+		{`{"id":"s8","address":"::1:7946"}`, "address", "must be host:port"},
+		{`{"id":"s8","address":"127.0.0.1"}`, "address", "must be host:port"},
+		{`{"id":"` + strings.Repeat("x", 3000) + `","address":"127.0.0.9:7"}`, "id", "at most 260 characters"},
+		{`{"id":"s/x","address":"127.0.0.3:7"}`, "id", "letters, digits"},
+		{`{"id":"s x","address":"127.0.0.3:7"}`, "id", "letters, digits"},
+		{`{"id":"s%2Fx","address":"127.0.0.3:7"}`, "id", "letters, digits"},
+		{`{"id":"..","address":"127.0.0.3:7"}`, "id", "letters, digits"},
+		{`{"id":"s\u0000","address":"127.0.0.1:1"}`, "id", "NUL"},
+		{`{"id":"","address":"127.0.0.3:7"}`, "id", "is required"},
+	} {
+		e := b.errorOf(http.MethodPost, "/api/v1/cluster/servers", b.token, tc.body, http.StatusBadRequest)
+		require.Contains(t, e.Fields, tc.field, tc.body)
+		require.Contains(t, e.Fields[tc.field], tc.msg, tc.body)
+	}
+	fc.mu.Lock()
+	require.Empty(t, fc.added, "a refused request changes no raft configuration")
+	require.Len(t, fc.st.Servers, 1)
+	fc.mu.Unlock()
+	_, total, err := b.store.FindAudit(b.ctx, store.AuditFilter{ObjectType: "cluster_server"}, store.Page{Page: 1, PageSize: 10})
+	require.NoError(t, err)
+	require.Zero(t, total)
+	require.NotContains(t, b.logs.String(), "audit entry not written")
+
+	// Ids the replicas give themselves, and addresses of every kind; each
+	// can be removed again through its URL.
+	for i, id := range []string{"standalone", "127.0.0.1:7946", "[::1]:7946", "cronix-2.example.com:7946", "s_2.a-b"} {
+		addr := []string{"127.0.0.2:7946", "[::1]:7946", "[fe80::1]:7946", "cronix-2.example.com:7946", "cronix_2:65535"}[i]
+		b.doJSON(http.MethodPost, "/api/v1/cluster/servers", b.token, map[string]string{"id": id, "address": addr},
+			http.StatusOK, nil)
+		b.doJSON(http.MethodDelete, "/api/v1/cluster/servers/"+url.PathEscape(id), b.token, nil, http.StatusNoContent, nil)
+	}
+	fc.mu.Lock()
+	require.Len(t, fc.added, 5)
+	require.Len(t, fc.removed, 5)
+	fc.mu.Unlock()
 }

@@ -75,10 +75,19 @@ func StatusOf(err error) (status int, msg string, ok bool) {
 	return 0, "", false
 }
 
-// throttledError is a login refused until retryAfter has passed (429).
-type throttledError struct{ retryAfter time.Duration }
+// throttledError is a login (or another password check) refused until
+// retryAfter has passed (429).
+type throttledError struct {
+	retryAfter time.Duration
+	msg        string // "" = the login's message
+}
 
-func (e *throttledError) Error() string { return "too many failed logins, retry later" }
+func (e *throttledError) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
+	return "too many failed logins, retry later"
+}
 
 // publicError attaches a message fit for the client to an error that keeps
 // its kind (errors.Is/As see through it), e.g. "job 7 not found" on a

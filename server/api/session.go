@@ -224,9 +224,22 @@ func (s *server) me(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// errPasswordNeedsSession refuses a password change by an API token: a
+// token (a script's credential, possibly stolen) must not be a way to
+// guess or replace its owner's password.
+var errPasswordNeedsSession = &statusError{http.StatusForbidden,
+	"changing your password needs a login session (POST /api/v1/auth/login), not an API token"}
+
 // changePassword handles POST /api/v1/auth/password: the caller's own
-// password, given the old one. Every session of the user ends.
+// password, given the old one. Every session of the user ends. Only a
+// login session may; a wrong old password counts as a failed login of the
+// user (throttled, logged and audited as login_failed, login_throttled).
 func (s *server) changePassword(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	p := PrincipalFrom(ctx)
+	if p.Kind != authz.KindSession {
+		return errPasswordNeedsSession
+	}
 	var req PasswordChangeRequest
 	if err := decodeJSON(r, &req, true); err != nil {
 		if errors.Is(err, errEmptyBody) {
@@ -234,8 +247,6 @@ func (s *server) changePassword(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	ctx := r.Context()
-	p := PrincipalFrom(ctx)
 	u, err := s.store.GetUser(ctx, p.UserID)
 	if err != nil {
 		return err
@@ -243,7 +254,9 @@ func (s *server) changePassword(w http.ResponseWriter, r *http.Request) error {
 	fields := map[string]string{}
 	if req.OldPassword == "" {
 		fields["old_password"] = "old_password is required"
-	} else if !auth.CheckPassword(u.PasswordHash, req.OldPassword) {
+	} else if ok, err := s.checkOldPassword(ctx, r, u, req.OldPassword); err != nil {
+		return err
+	} else if !ok {
 		fields["old_password"] = "old_password is wrong"
 	}
 	if msg := auth.ValidatePassword(u.Username, req.NewPassword); msg != "" {
@@ -259,6 +272,32 @@ func (s *server) changePassword(w http.ResponseWriter, r *http.Request) error {
 	setSessionCookie(w, r, "", time.Time{})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// checkOldPassword checks a password change's old password through the
+// login throttle of the user name and the client address: while it is
+// throttled the password is not checked (429), a wrong one is a failed
+// login of the user, a right one clears the user name's count.
+func (s *server) checkOldPassword(ctx context.Context, r *http.Request, u *store.User, password string) (bool, error) {
+	addr, now := clientAddress(r), s.now()
+	userID := strconv.FormatInt(u.ID, 10)
+	if wait := s.throttle.Check(u.Username, addr, now); wait > 0 {
+		s.log.WarnContext(ctx, "password change throttled", slog.String("username", u.Username),
+			slog.String("address", addr), slog.Duration("retry_after", wait))
+		s.audit(ctx, &store.AuditEntry{UserID: u.ID, Username: u.Username, Address: addr, Action: "login_throttled",
+			ObjectType: "user", ObjectID: userID})
+		return false, &throttledError{retryAfter: wait, msg: "too many wrong passwords, retry later"}
+	}
+	if !auth.CheckPassword(u.PasswordHash, password) {
+		s.throttle.Failure(u.Username, addr, now)
+		s.log.WarnContext(ctx, "password change with a wrong old password", slog.String("username", u.Username),
+			slog.String("address", addr))
+		s.audit(ctx, &store.AuditEntry{UserID: u.ID, Username: u.Username, Address: addr, Action: "login_failed",
+			ObjectType: "user", ObjectID: userID})
+		return false, nil
+	}
+	s.throttle.Success(u.Username)
+	return true, nil
 }
 
 // setPassword hashes and stores a new password; the store ends the user's sessions.

@@ -3,13 +3,17 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronix/cronix/server/api"
+	"github.com/cronix/cronix/server/store"
 )
 
 // cookieDo sends a request authenticated by the session cookie only (no
@@ -108,4 +112,75 @@ func TestMeRestoresCSRFTokenForCookieSessions(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, status, "%s", body)
 	status, _ = b.cookieDo(http.MethodGet, "/api/v1/auth/me", cookie, "", nil)
 	require.Equal(t, http.StatusUnauthorized, status)
+}
+
+// TestPasswordChangeGoesThroughTheLoginThrottle: a wrong old_password of
+// POST /api/v1/auth/password is a failed login of the user — counted by
+// the login throttle (429 with Retry-After after 5, the password not even
+// checked then), logged, and audited as login_failed / login_throttled —
+// so a session cannot guess its user's password at full speed. An API
+// token cannot change its owner's password at all (403), nor spend the
+// user's free failures.
+func TestPasswordChangeGoesThroughTheLoginThrottle(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var tok api.TokenCreated
+	b.doJSON(http.MethodPost, "/api/v1/tokens", b.token, map[string]any{"name": "script", "role": "admin", "groups": []int64{}},
+		http.StatusCreated, &tok)
+	for range 8 {
+		e := b.errorOf(http.MethodPost, "/api/v1/auth/password", tok.Secret,
+			map[string]string{"old_password": "guess", "new_password": "brand-new-password"}, http.StatusForbidden)
+		require.Contains(t, e.Error, "needs a login session")
+	}
+	e := b.errorOf(http.MethodPost, "/api/v1/auth/password", tok.Secret,
+		map[string]string{"old_password": adminPassword, "new_password": "brand-new-password"}, http.StatusForbidden)
+	require.Contains(t, e.Error, "not an API token")
+
+	change := func(old string) (int, http.Header, []byte) {
+		raw, err := json.Marshal(map[string]string{"old_password": old, "new_password": "brand-new-password"})
+		require.NoError(t, err)
+		req, err := http.NewRequestWithContext(b.ctx, http.MethodPost, b.srv.URL+"/api/v1/auth/password", bytes.NewReader(raw))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+b.token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := b.srv.Client().Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, resp.Header, body
+	}
+	for i := range 5 {
+		status, _, body := change(fmt.Sprintf("guess-%d", i))
+		require.Equal(t, http.StatusBadRequest, status, "%s", body)
+		require.Contains(t, string(body), "old_password is wrong")
+	}
+	// The sixth try waits, whatever its password; so does a login.
+	for _, old := range []string{"guess-5", adminPassword} {
+		status, hdr, body := change(old)
+		require.Equal(t, http.StatusTooManyRequests, status, "%s", body)
+		require.Equal(t, "1", hdr.Get("Retry-After"))
+		require.Contains(t, string(body), "retry later")
+	}
+	b.errorOf(http.MethodPost, "/api/v1/auth/login", "", map[string]string{"username": "admin", "password": adminPassword},
+		http.StatusTooManyRequests)
+
+	entries, _, err := b.store.FindAudit(b.ctx, store.AuditFilter{Username: "admin"}, store.Page{Page: 1, PageSize: 50})
+	require.NoError(t, err)
+	refused := map[string]int{}
+	for _, a := range entries {
+		if a.Action == "login_failed" || a.Action == "login_throttled" {
+			refused[a.Action+" "+a.ObjectType+" "+a.ObjectID]++
+		}
+	}
+	require.Equal(t, map[string]int{"login_failed user 1": 5, "login_throttled user 1": 2, "login_throttled session ": 1},
+		refused)
+	require.Equal(t, 5, strings.Count(b.logs.String(), "password change with a wrong old password"))
+
+	// Once the delay has passed the right password works, and clears the count.
+	b.clock.Advance(2 * time.Second)
+	status, _, body := change(adminPassword)
+	require.Equal(t, http.StatusNoContent, status, "%s", body)
+	b.doJSON(http.MethodPost, "/api/v1/auth/login", "", map[string]string{"username": "admin", "password": "brand-new-password"},
+		http.StatusOK, nil)
 }

@@ -26,15 +26,25 @@ func (s *server) tokenRoutes(r *mux.Router, v1 string) {
 	r.Handle(v1+"/tokens/{id:[0-9]+}", s.user(MaxBodyBytes, s.deleteToken)).Methods(http.MethodDelete)
 }
 
-// createToken handles POST /api/v1/tokens: role at most the caller's,
-// groups a subset of the caller's. The secret is in this reply only.
+// errTokenNeedsSession refuses a token created by a token: it would
+// outlive its creator's expiry and revocation (a stolen token could mint
+// itself a permanent successor).
+var errTokenNeedsSession = &statusError{http.StatusForbidden,
+	"creating an API token needs a login session (POST /api/v1/auth/login), not an API token"}
+
+// createToken handles POST /api/v1/tokens, for a login session only: role
+// at most the caller's, groups a subset of the caller's. The secret is in
+// this reply only.
 func (s *server) createToken(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	p := PrincipalFrom(ctx)
+	if p.Kind != authz.KindSession {
+		return errTokenNeedsSession
+	}
 	var req TokenRequest
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	ctx := r.Context()
-	p := PrincipalFrom(ctx)
 	req.Name = strings.TrimSpace(req.Name)
 	fields := map[string]string{}
 	switch {
@@ -49,8 +59,10 @@ func (s *server) createToken(w http.ResponseWriter, r *http.Request) error {
 	case authz.Rank(req.Role) > authz.Rank(p.Role):
 		fields["role"] = fmt.Sprintf("role must not exceed yours (%s)", p.Role)
 	}
-	if req.ExpiresAt != nil && !req.ExpiresAt.IsZero() && !req.ExpiresAt.After(s.now()) {
-		fields["expires_at"] = "expires_at must be in the future"
+	// null or absent: no expiry. Any instant given, the zero one
+	// (0001-01-01T00:00:00Z) included, must be in the future.
+	if req.ExpiresAt != nil && !req.ExpiresAt.After(s.now()) {
+		fields["expires_at"] = "expires_at must be in the future (omit it, or send null, for a token that never expires)"
 	}
 	if p.AllGroups() {
 		if err := s.checkGroups(ctx, fields, req.Groups); err != nil {
@@ -73,7 +85,7 @@ func (s *server) createToken(w http.ResponseWriter, r *http.Request) error {
 	secret, hash := auth.NewAPIToken()
 	t := &store.AccessToken{TokenHash: hash, UserID: p.UserID, Username: p.Username, Name: req.Name, Role: req.Role,
 		Groups: req.Groups}
-	if req.ExpiresAt != nil && !req.ExpiresAt.IsZero() {
+	if req.ExpiresAt != nil {
 		e := req.ExpiresAt.UTC()
 		t.ExpiresAt = &e
 	}

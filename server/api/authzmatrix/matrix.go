@@ -360,8 +360,9 @@ func (m *matrix) deadAddress(n int64) string {
 }
 
 // sessionOnly are routes a login session may call and an API token may
-// not (403), whatever its role: changing its owner's password.
-var sessionOnly = map[string]bool{"POST /api/v1/auth/password": true}
+// not (403), whatever its role: changing its owner's password, creating
+// tokens.
+var sessionOnly = map[string]bool{"POST /api/v1/auth/password": true, "POST /api/v1/tokens": true}
 
 // adminOnly are routes the issue reserves to admins, listed here by hand
 // so that a mistake in authz.Routes cannot hide behind expected().

@@ -157,3 +157,27 @@ func TestAlertsListAndTestSend(t *testing.T) {
 	require.Len(t, e.Fields, 3)
 	require.True(t, strings.HasPrefix(e.Fields["kind"], "unknown kind"))
 }
+
+// TestAlertSettingsErrorsNameTheField: a value of the alerting settings
+// that does not decode (a duration, a port, a nested webhook field) is a
+// 400 on its JSON path, and nothing changes.
+func TestAlertSettingsErrorsNameTheField(t *testing.T) {
+	t.Parallel()
+	b := setupAlerts(t)
+	const path = "/api/v1/settings/alerting"
+	var before api.AlertSettingsResponse
+	b.doJSON(http.MethodGet, path, b.token, nil, http.StatusOK, &before)
+	for body, want := range map[string]map[string]string{
+		`{"throttle_window":"abc"}`:               {"throttle_window": `want a duration such as "10m": time: invalid duration "abc"`},
+		`{"missed_threshold":true}`:               {"missed_threshold": `want a duration such as "10m"`},
+		`{"smtp":{"host":"mail","port":"25"}}`:    {"smtp.port": "must be an integer, not string"},
+		`{"webhooks":[{"name":"a","url":["x"]}]}`: {"webhooks[0].url": "must be a string, not array"},
+		`{"admin_emails":"ops@example.com"}`:      {"admin_emails": "must be an array, not string"},
+	} {
+		e := b.errorOf(http.MethodPut, path, b.token, body, http.StatusBadRequest)
+		require.Equal(t, want, e.Fields, body)
+	}
+	var after api.AlertSettingsResponse
+	b.doJSON(http.MethodGet, path, b.token, nil, http.StatusOK, &after)
+	require.Equal(t, before, after)
+}

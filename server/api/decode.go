@@ -111,8 +111,8 @@ func derefType(t reflect.Type) reflect.Type {
 }
 
 func joinPath(path, name string) string {
-	if path == "" {
-		return name
+	if path == "" || name == "" {
+		return path + name
 	}
 	return path + "." + name
 }

@@ -186,10 +186,11 @@ var errEmptyBody = errors.New("empty body")
 
 // decodeJSON decodes the request body (one JSON object) into dst. With
 // strict, unknown fields are rejected. Errors are ValidationErrors (400), a
-// *http.MaxBytesError (413), or errEmptyBody. Every string holding a NUL
-// character is named by its JSON path ("title", "events[0].node";
-// nulFields): no database stores one, so it is refused here, before
-// anything reaches SQL or the audit log.
+// *http.MaxBytesError (413), or errEmptyBody. A field that does not decode
+// (a type mismatch, an unknown field, a time that does not parse) is named
+// by its JSON path ("expires_at", "webhooks[0].url"; bodyFieldError), and so
+// is every string holding a NUL character (nulFields): no database stores
+// one, so it is refused here, before anything reaches SQL or the audit log.
 func decodeJSON(r *http.Request, dst any, strict bool) error {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -200,7 +201,7 @@ func decodeJSON(r *http.Request, dst any, strict bool) error {
 		dec.DisallowUnknownFields()
 	}
 	if err := dec.Decode(dst); err != nil {
-		return jsonError(err)
+		return bodyError(err, body, dst, strict)
 	}
 	// Exactly one value: anything after it but whitespace is malformed.
 	var extra json.RawMessage
@@ -216,6 +217,19 @@ func decodeJSON(r *http.Request, dst any, strict bool) error {
 		return &ValidationError{Message: "invalid request", Fields: fields}
 	}
 	return nil
+}
+
+// bodyError is the error of decoding body into dst: a syntax error as
+// jsonError words it, any other named by the field it is about.
+func bodyError(err error, body []byte, dst any, strict bool) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return jsonError(err)
+	}
+	if ve := bodyFieldError(body, dst, strict); ve != nil {
+		return ve
+	}
+	return jsonError(err)
 }
 
 // jsonError classifies a json.Decoder error.

@@ -62,3 +62,17 @@ func TestTokenExpiryCannotBeEscaped(t *testing.T) {
 	b.doJSON(http.MethodGet, "/api/v1/tokens", short.Secret, nil, http.StatusOK, nil)
 	b.doJSON(http.MethodDelete, "/api/v1/tokens/"+strconv.FormatInt(never.ID, 10), short.Secret, nil, http.StatusNoContent, nil)
 }
+
+// TestTokenBodyErrorsNameTheField: an expires_at that is no RFC 3339 time
+// is a 400 on expires_at, not a bare "malformed JSON" message.
+func TestTokenBodyErrorsNameTheField(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e := b.errorOf(http.MethodPost, "/api/v1/tokens", b.token,
+		map[string]any{"name": "z", "role": "viewer", "groups": []int64{}, "expires_at": "garbage"}, http.StatusBadRequest)
+	require.Equal(t, "invalid request", e.Error)
+	require.Equal(t, map[string]string{"expires_at": "must be an RFC 3339 time such as 2026-03-01T09:00:00Z"}, e.Fields)
+	e = b.errorOf(http.MethodPost, "/api/v1/tokens", b.token,
+		map[string]any{"name": "z", "role": "viewer", "groups": "all"}, http.StatusBadRequest)
+	require.Equal(t, map[string]string{"groups": "must be an array, not string"}, e.Fields)
+}

@@ -260,7 +260,7 @@ func (s *server) updateGroup(w http.ResponseWriter, r *http.Request) error {
 		return public(err, "group %d not found", id)
 	}
 	if err := s.store.UpdateGroup(ctx, g); err != nil {
-		return public(err, "cannot update group %d (not found, appname %q taken, or renaming a group that has jobs)", id, g.AppName)
+		return s.groupChangeError(ctx, err, old, g)
 	}
 	setAudit(ctx, func(a *auditRecord) { a.diff = diffOf(groupFromStore(old, nil), groupFromStore(g, nil)) })
 	if err := s.signalGroup(ctx, g.AppName); err != nil {
@@ -281,7 +281,7 @@ func (s *server) deleteGroup(w http.ResponseWriter, r *http.Request) error {
 		return public(err, "group %d not found", id)
 	}
 	if err := s.store.DeleteGroup(ctx, id); err != nil {
-		return public(err, "cannot delete group %d (not found, or jobs use it)", id)
+		return s.groupChangeError(ctx, err, old, nil)
 	}
 	setAudit(ctx, func(a *auditRecord) { a.diff = groupFromStore(old, nil) })
 	if err := s.signalGroup(ctx, old.AppName); err != nil {
@@ -289,4 +289,46 @@ func (s *server) deleteGroup(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// groupChangeError says why the store refused to update group old (to
+// next) or, with a nil next, to delete it: 404 when it is gone, 409 naming
+// the conflict (the appname another group has, or the jobs that name the
+// group by its appname).
+func (s *server) groupChangeError(ctx context.Context, err error, old, next *store.Group) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return public(err, "group %d not found", old.ID)
+	case !errors.Is(err, store.ErrConflict):
+		return err
+	}
+	if next != nil && next.AppName != old.AppName {
+		other, gerr := s.store.GroupByName(ctx, next.AppName)
+		if gerr != nil && !errors.Is(gerr, store.ErrNotFound) {
+			return errors.Join(err, gerr)
+		}
+		if other != nil && other.ID != old.ID {
+			return public(err, "appname %q is taken by group %d", next.AppName, other.ID)
+		}
+	}
+	_, jobs, jerr := s.store.FindJobs(ctx, store.JobFilter{Group: old.AppName}, store.Page{Page: 1, PageSize: 1})
+	if jerr != nil {
+		return errors.Join(err, jerr)
+	}
+	what := "deleted"
+	if next != nil {
+		what = "renamed"
+	}
+	if jobs > 0 {
+		return public(err, "group %d (%s) has %d %s: it cannot be %s while jobs use it (move or delete them first)",
+			old.ID, old.AppName, jobs, plural(jobs, "job", "jobs"), what)
+	}
+	return public(err, "group %d (%s) cannot be %s: it changed meanwhile, retry", old.ID, old.AppName, what)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

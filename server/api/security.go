@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
+	"slices"
+	"strings"
 
 	"github.com/gorilla/mux"
 
@@ -17,6 +18,10 @@ import (
 // KindForeignResult is the security event kind of a result a node reported
 // for a fire that was not dispatched to it.
 const KindForeignResult = "foreign_result"
+
+// nodeSecurityKinds are the kinds of security event a node reports (see
+// node/trust): the records it refused. foreign_result is the server's own.
+var nodeSecurityKinds = []string{"unsigned_record", "bad_signature", "stale_term", "malformed_record"}
 
 // maxSecurityEvents bounds one POST /internal/security-events batch.
 const maxSecurityEvents = 1000
@@ -31,8 +36,9 @@ type securityStore interface {
 // SecurityEvent is one security event as the API shows it.
 type SecurityEvent struct {
 	ID int64 `json:"id"`
-	// At is when the record (or result) was refused.
-	At time.Time `json:"at"`
+	// At is when the record (or result) was refused (TimeLayout, like every
+	// instant of the API).
+	At Time `json:"at"`
 	// Node is the node that refused the record (or reported the result).
 	Node string `json:"node"`
 	// Kind: unsigned_record, bad_signature, stale_term, malformed_record, foreign_result.
@@ -67,8 +73,15 @@ func (s *server) postSecurityEvents(w http.ResponseWriter, r *http.Request) erro
 		fields["events"] = fmt.Sprintf("at most %d events per batch", maxSecurityEvents)
 	}
 	for i, e := range batch.Events {
-		if e.Kind == "" {
+		switch {
+		case e.Kind == "":
 			fields[fmt.Sprintf("events[%d].kind", i)] = "kind is required"
+		case !slices.Contains(nodeSecurityKinds, e.Kind):
+			fields[fmt.Sprintf("events[%d].kind", i)] = fmt.Sprintf("unknown kind %q (one of %s)", e.Kind,
+				strings.Join(nodeSecurityKinds, ", "))
+		}
+		if e.At.IsZero() {
+			batch.Events[i].At = s.now().UTC() // an event without one counts as refused now
 		}
 	}
 	if len(fields) > 0 {
@@ -100,7 +113,7 @@ func (s *server) listSecurityEvents(w http.ResponseWriter, r *http.Request) erro
 	out := List[SecurityEvent]{Items: make([]SecurityEvent, 0, len(events)), Total: total, Page: p.Page,
 		PageSize: p.PageSize}
 	for _, e := range events {
-		out.Items = append(out.Items, SecurityEvent{ID: e.ID, At: e.At, Node: e.Node, Kind: e.Kind, Key: e.Key,
+		out.Items = append(out.Items, SecurityEvent{ID: e.ID, At: Time{e.At}, Node: e.Node, Kind: e.Kind, Key: e.Key,
 			Reason: e.Reason})
 	}
 	writeJSON(w, http.StatusOK, out)

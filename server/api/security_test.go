@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -8,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/node/trust"
 	"github.com/cronix/cronix/server/alert"
 	"github.com/cronix/cronix/server/api"
 	"github.com/cronix/cronix/server/store"
@@ -37,4 +40,41 @@ func TestSecurityEventsRaiseAlertsForAdmins(t *testing.T) {
 	require.Equal(t, 1, total)
 	require.Equal(t, "n7", alerts[0].Node)
 	require.Contains(t, alerts[0].Message, "/Cronix/run/n7/3-1")
+}
+
+// TestSecurityEventKindsAndTimes: a node's batch is stored only with the
+// kinds a node reports (node/trust's), else it is refused whole with a 400
+// on events[i].kind; and the list writes `at` as every instant of the API
+// (UTC, milliseconds).
+func TestSecurityEventKindsAndTimes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	at := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.FixedZone("X", 3600))
+	var events []cluster.SecurityEvent
+	for i, kind := range []string{trust.KindUnsigned, trust.KindBadSignature, trust.KindStaleTerm, trust.KindMalformed} {
+		events = append(events, cluster.SecurityEvent{At: at, Kind: kind, Key: fmt.Sprintf("/Cronix/run/n1/%d-1", i), Reason: "r"})
+	}
+	for _, kind := range []string{"bogus", api.KindForeignResult, "Bad_Signature"} {
+		bad := append(append([]cluster.SecurityEvent(nil), events...), cluster.SecurityEvent{At: at, Kind: kind, Key: "/k"})
+		e := b.errorOf(http.MethodPost, "/api/v1/internal/security-events", nodeToken,
+			cluster.SecurityEventBatch{Node: "n1", Events: bad}, http.StatusBadRequest)
+		require.Equal(t, map[string]string{"events[4].kind": fmt.Sprintf(
+			"unknown kind %q (one of unsigned_record, bad_signature, stale_term, malformed_record)", kind)}, e.Fields)
+	}
+	status, raw := b.do(http.MethodGet, "/api/v1/security/events", b.token, nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, string(raw), `"total":0`, "a refused batch stores nothing")
+
+	b.doJSON(http.MethodPost, "/api/v1/internal/security-events", nodeToken,
+		cluster.SecurityEventBatch{Node: "n1", Events: events}, http.StatusOK, nil)
+	status, raw = b.do(http.MethodGet, "/api/v1/security/events", b.token, nil)
+	require.Equal(t, http.StatusOK, status)
+	var list struct {
+		Items []map[string]any `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &list))
+	require.Len(t, list.Items, 4)
+	for _, ev := range list.Items {
+		require.Equal(t, "2026-03-01T11:00:00.123Z", ev["at"], "%s", raw)
+	}
 }

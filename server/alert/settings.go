@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/mail"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"sort"
@@ -196,8 +197,11 @@ func (f FieldErrors) Error() string {
 func (s Settings) Validate() error {
 	f := FieldErrors{}
 	if s.SMTP.Host != "" || s.SMTP.From != "" {
-		if s.SMTP.Host == "" {
+		switch {
+		case s.SMTP.Host == "":
 			f["smtp.host"] = "required when smtp.from is set"
+		case !validHost(s.SMTP.Host):
+			f["smtp.host"] = "want a host name or an IP address (no port: that is smtp.port; no spaces)"
 		}
 		if _, err := mail.ParseAddress(s.SMTP.From); err != nil {
 			f["smtp.from"] = "want an e-mail address"
@@ -270,6 +274,27 @@ func (s Settings) Validate() error {
 	}
 	return nil
 }
+
+// validHost reports whether h is an IP address or a DNS name (at most 253
+// characters, dot-separated labels of 1 to 63 letters, digits, "-" not
+// first or last, and "_"): what a mail server is dialled by.
+func validHost(h string) bool {
+	if _, err := netip.ParseAddr(h); err == nil {
+		return true
+	}
+	if len(h) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(h, "."), ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' ||
+			strings.TrimLeft(label, hostChars) != "" {
+			return false
+		}
+	}
+	return true
+}
+
+const hostChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"
 
 func checkEmails(list []string) string {
 	for _, a := range list {

@@ -181,3 +181,26 @@ func TestAlertSettingsErrorsNameTheField(t *testing.T) {
 	b.doJSON(http.MethodGet, path, b.token, nil, http.StatusOK, &after)
 	require.Equal(t, before, after)
 }
+
+// TestAlertSettingsRefuseABadSMTPHost: an SMTP host with a space, a newline
+// or a NUL is a 400 on smtp.host, and nothing is stored.
+func TestAlertSettingsRefuseABadSMTPHost(t *testing.T) {
+	t.Parallel()
+	b := setupAlerts(t)
+	const path = "/api/v1/settings/alerting"
+	for body, msg := range map[string]string{
+		`{"smtp":{"host":"mail host","from":"c@example.com"}}`:  "want a host name or an IP address",
+		`{"smtp":{"host":"mail\nhost","from":"c@example.com"}}`: "want a host name or an IP address",
+		`{"smtp":{"host":"mail:25","from":"c@example.com"}}`:    "no port",
+		`{"smtp":{"host":"mail\u0000","from":"c@example.com"}}`: `host must not contain a NUL character (\u0000)`,
+	} {
+		e := b.errorOf(http.MethodPut, path, b.token, body, http.StatusBadRequest)
+		require.Contains(t, e.Fields["smtp.host"], msg, body)
+	}
+	var after api.AlertSettingsResponse
+	b.doJSON(http.MethodGet, path, b.token, nil, http.StatusOK, &after)
+	require.Empty(t, after.SMTP.Host)
+	b.doJSON(http.MethodPut, path, b.token, map[string]any{"smtp": map[string]any{"host": "mail.example.com",
+		"from": "c@example.com"}}, http.StatusOK, &after)
+	require.Equal(t, "mail.example.com", after.SMTP.Host)
+}

@@ -21,6 +21,9 @@ const (
 	MaxPreviewCount     = 100
 )
 
+// maxPreviewYear is the last year a preview shows (RFC 3339 has four-digit years).
+const maxPreviewYear = 9999
+
 // SchedulePreview is the reply to GET /api/v1/schedules/preview.
 type SchedulePreview struct {
 	// ScheduleType is the type evaluated ("cron" when none was given).
@@ -30,7 +33,8 @@ type SchedulePreview struct {
 	// Timezone is the IANA zone the schedule is evaluated in.
 	Timezone string `json:"timezone"`
 	// Next are the next fire times, RFC 3339 with the zone's offset; fewer
-	// than asked (possibly none) when the schedule stops firing. For
+	// than asked (possibly none) when the schedule stops firing or reaches
+	// the year 10000. For
 	// fixed_delay they assume runs take no time.
 	Next []string `json:"next"`
 }
@@ -65,8 +69,11 @@ func (s *server) previewSchedule(w http.ResponseWriter, r *http.Request) error {
 	at := s.now()
 	if v := strings.TrimSpace(q.Get("after")); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
+		switch {
+		case err != nil:
 			fields["after"] = fmt.Sprintf("after %q is not an RFC 3339 time such as 2026-03-01T09:00:00Z", v)
+		case t.UTC().Year() > maxPreviewYear:
+			fields["after"] = fmt.Sprintf("after %q is past the year %d", v, maxPreviewYear)
 		}
 		at = t
 	}
@@ -112,8 +119,8 @@ func (s *server) previewSchedule(w http.ResponseWriter, r *http.Request) error {
 	next := make([]string, 0, n)
 	for range n {
 		t := sched.Next(at)
-		if t.IsZero() || !t.After(at) {
-			break
+		if t.IsZero() || !t.After(at) || t.In(loc).Year() > maxPreviewYear {
+			break // RFC 3339 has four-digit years: the preview ends with 9999
 		}
 		next = append(next, t.In(loc).Format(time.RFC3339))
 		at = t

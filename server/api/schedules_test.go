@@ -175,3 +175,34 @@ func relogin(b *bundle) {
 	require.NotEmpty(b.t, login.Token)
 	b.token = login.Token
 }
+
+// TestSchedulePreviewEndsWithTheYear9999: RFC 3339 has four-digit years,
+// so the preview stops before the year 10000 (in the schedule's zone)
+// instead of writing "10000-01-01T03:00:00Z"; an `after` past 9999 is a 400.
+func TestSchedulePreviewEndsWithTheYear9999(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, tc := range []struct {
+		query []string
+		want  []string
+	}{
+		{[]string{"schedule", "0 3 * * *", "after", "9999-12-30T00:00:00Z", "n", "5"},
+			[]string{"9999-12-30T03:00:00Z", "9999-12-31T03:00:00Z"}},
+		{[]string{"schedule", "0 3 * * *", "after", "9999-12-31T23:59:59Z", "n", "5"}, []string{}},
+		{[]string{"schedule", "0 3 * * *", "timezone", "Asia/Tokyo", "after", "9999-12-30T00:00:00Z", "n", "5"},
+			[]string{"9999-12-31T03:00:00+09:00"}},
+		{[]string{"schedule_type", "fixed_rate", "schedule", "86400", "after", "9999-12-30T12:00:00Z", "n", "5"},
+			[]string{"9999-12-31T12:00:00Z"}},
+	} {
+		var got api.SchedulePreview
+		b.doJSON(http.MethodGet, previewPath(tc.query...), b.token, nil, http.StatusOK, &got)
+		require.Equal(t, tc.want, got.Next, "%v", tc.query)
+		for _, s := range got.Next {
+			_, err := time.Parse(time.RFC3339, s)
+			require.NoError(t, err)
+		}
+	}
+	e := b.errorOf(http.MethodGet, previewPath("schedule", "0 3 * * *", "after", "9999-12-31T23:00:00-05:00"), b.token,
+		nil, http.StatusBadRequest)
+	require.Contains(t, e.Fields["after"], "past the year 9999")
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"strconv"
@@ -138,8 +139,19 @@ func setSessionCookie(w http.ResponseWriter, r *http.Request, value string, expi
 	http.SetCookie(w, c)
 }
 
+// errLoginNotJSON refuses a login whose body is not declared JSON: a
+// cross-site HTML form can post text/plain or a url-encoded body without a
+// CORS preflight, but not application/json, so requiring it stops a
+// foreign page from logging the browser into an account of its choosing
+// (login CSRF).
+var errLoginNotJSON = &statusError{http.StatusUnsupportedMediaType,
+	"login needs Content-Type: application/json and a JSON body {\"username\",\"password\"}"}
+
 // login handles POST /api/v1/auth/login.
 func (s *server) login(w http.ResponseWriter, r *http.Request) error {
+	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
+		return errLoginNotJSON
+	}
 	var req LoginRequest
 	if err := decodeJSON(r, &req, true); err != nil {
 		if errors.Is(err, errEmptyBody) {

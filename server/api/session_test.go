@@ -184,3 +184,48 @@ func TestPasswordChangeGoesThroughTheLoginThrottle(t *testing.T) {
 	b.doJSON(http.MethodPost, "/api/v1/auth/login", "", map[string]string{"username": "admin", "password": "brand-new-password"},
 		http.StatusOK, nil)
 }
+
+// TestLoginNeedsJSONContentType: a login must declare its JSON body
+// (application/json, any parameters): a cross-site form can post
+// text/plain, url-encoded or multipart bodies without a preflight, and
+// must not log the browser in (login CSRF). Such a login gets 415, no
+// cookie and no session.
+func TestLoginNeedsJSONContentType(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := `{"username":"admin","password":"` + adminPassword + `"}`
+	login := func(contentType, body string) (int, http.Header, []byte) {
+		req, err := http.NewRequestWithContext(b.ctx, http.MethodPost, b.srv.URL+"/api/v1/auth/login", strings.NewReader(body))
+		require.NoError(t, err)
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		resp, err := b.srv.Client().Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, resp.Header, raw
+	}
+	logins := func() int {
+		_, n, err := b.store.FindAudit(b.ctx, store.AuditFilter{Username: "admin", ObjectType: "user"}, store.Page{Page: 1, PageSize: 1})
+		require.NoError(t, err)
+		return n
+	}
+	before := logins()
+	for _, ct := range []string{"text/plain", "text/plain;charset=UTF-8", "", "application/x-www-form-urlencoded",
+		"multipart/form-data; boundary=x", "application/jsonp", "not a media type;;"} {
+		status, hdr, raw := login(ct, body)
+		require.Equal(t, http.StatusUnsupportedMediaType, status, "%q: %s", ct, raw)
+		require.Contains(t, string(raw), "Content-Type: application/json", ct)
+		require.Empty(t, hdr.Values("Set-Cookie"), ct)
+	}
+	status, _, raw := login("application/x-www-form-urlencoded", "username=admin&password="+adminPassword)
+	require.Equal(t, http.StatusUnsupportedMediaType, status, "%s", raw)
+	require.Equal(t, before, logins(), "no session was opened")
+
+	status, hdr, raw := login("application/json; charset=utf-8", body)
+	require.Equal(t, http.StatusOK, status, "%s", raw)
+	require.NotEmpty(t, hdr.Values("Set-Cookie"))
+	require.Equal(t, before+1, logins())
+}

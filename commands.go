@@ -33,6 +33,7 @@ import (
 	"github.com/cronix/cronix/plugins/shell"
 	"github.com/cronix/cronix/server"
 	"github.com/cronix/cronix/server/alert"
+	"github.com/cronix/cronix/server/api"
 	"github.com/cronix/cronix/server/auth"
 	"github.com/cronix/cronix/server/embedetcd"
 	"github.com/cronix/cronix/server/handlers"
@@ -583,6 +584,10 @@ func runServer(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	if cfg.ID == "" {
 		cfg.ID = cfg.RaftAddr
+	}
+	if msg := api.CheckServerID(cfg.ID); msg != "" {
+		// The id other replicas and DELETE /api/v1/cluster/servers/{id} name it by.
+		return fmt.Errorf("--id %q %s", cfg.ID, msg)
 	}
 	if err := checkRaftPeers(cfg); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,6 +80,21 @@ func TestDispatchAheadIsChecked(t *testing.T) {
 		err = runServer(context.Background(), []string{"--data-dir", dir, "--dispatch-ahead", v, "--node-token", "x"},
 			func(string) string { return "" }, io.Discard, io.Discard)
 		require.ErrorContains(t, err, "--dispatch-ahead")
+	}
+}
+
+// A server id that the cluster API could not name (DELETE
+// /api/v1/cluster/servers/{id}) is refused before anything starts.
+func TestServerIDIsChecked(t *testing.T) {
+	t.Parallel()
+	for _, id := range []string{"a/b", "s 1", "x?y", strings.Repeat("a", 261)} {
+		dir := t.TempDir()
+		err := runServer(context.Background(), []string{"--data-dir", dir, "--id", id, "--node-token", "x"},
+			func(string) string { return "" }, io.Discard, io.Discard)
+		require.ErrorContains(t, err, "--id ")
+		entries, rerr := os.ReadDir(dir)
+		require.NoError(t, rerr)
+		require.Empty(t, entries, "nothing written for a refused --id")
 	}
 }
 

@@ -98,8 +98,8 @@ const MaxServerIDChars = 260
 // "%", "?", "#", spaces).
 var serverIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:\[\]-]+$`)
 
-// checkServerID is what is wrong with a raft server id, "" if nothing.
-func checkServerID(id string) string {
+// CheckServerID is what is wrong with a raft server id, "" if nothing.
+func CheckServerID(id string) string {
 	switch {
 	case id == "":
 		return "is required"
@@ -256,7 +256,7 @@ func (s *server) addClusterServer(w http.ResponseWriter, r *http.Request) error 
 	}
 	fields := map[string]string{}
 	req.ID, req.Address = strings.TrimSpace(req.ID), strings.TrimSpace(req.Address)
-	if msg := checkServerID(req.ID); msg != "" {
+	if msg := CheckServerID(req.ID); msg != "" {
 		fields["id"] = msg
 	}
 	if msg := checkRaftAddress(req.Address); msg != "" {

@@ -25,3 +25,8 @@ if (!('ResizeObserver' in window)) {
     disconnect() {}
   };
 }
+// jsdom has no pseudo-element styles (antd's modal asks for the scrollbar's): answer with the element's.
+{
+  const getStyle = window.getComputedStyle.bind(window);
+  window.getComputedStyle = (elt: Element) => getStyle(elt);
+}

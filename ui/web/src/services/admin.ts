@@ -45,15 +45,27 @@ export const setUserGroups = (id: number, groups: number[]) =>
 export interface ApiToken {
   id: number;
   name: string;
+  /** The user the token belongs to (an admin sees everyone's tokens). */
+  user: string;
+  role: Role;
+  groups: number[] | null;
   created_at: string;
   expires_at: string | null;
-  last_used_at?: string | null;
+  /** Only in the reply of createToken: the one time the secret is shown. */
   secret?: string;
-  [extra: string]: unknown;
 }
-export const listTokens = () => api<Page<ApiToken> | { items: ApiToken[] }>('/tokens');
-export const createToken = (t: { name: string; expires_at?: string | null }) =>
-  api<ApiToken>('/tokens', { method: 'POST', body: t });
+export interface TokenInput {
+  name: string;
+  /** At most the caller's role. */
+  role: Role;
+  /** Among the caller's groups; an admin-role token sees every group. */
+  groups: number[];
+  /** RFC 3339, in the future; absent: never expires. */
+  expires_at?: string;
+}
+export const listTokens = (q: { page?: number; page_size?: number } = {}) =>
+  api<Page<ApiToken>>('/tokens', { query: { ...q } });
+export const createToken = (t: TokenInput) => api<ApiToken>('/tokens', { method: 'POST', body: t });
 export const deleteToken = (id: number) => api<void>(`/tokens/${id}`, { method: 'DELETE' });
 
 export interface AuditEntry {

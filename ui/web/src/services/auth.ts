@@ -80,3 +80,10 @@ export const canWrite = (m: Me | null): boolean => m?.role === 'admin' || m?.rol
 export const isAdmin = (m: Me | null): boolean => m?.role === 'admin';
 /** Operators and admins may read nodes (nodes:read); a viewer may not. */
 export const canSeeNodes = (m: Me | null): boolean => m?.role === 'admin' || m?.role === 'operator';
+/** Operators and admins read the cluster status and the alerts (cluster:read); a viewer may not. */
+export const canSeeCluster = (m: Me | null): boolean => m?.role === 'admin' || m?.role === 'operator';
+
+/** The roles, most powerful first. */
+export const roles: Role[] = ['admin', 'operator', 'viewer'];
+/** rolesUpTo lists the roles at or below role (what a token of its user may have). */
+export const rolesUpTo = (role: Role): Role[] => roles.slice(Math.max(0, roles.indexOf(role)));

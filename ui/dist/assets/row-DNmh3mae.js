@@ -1,0 +1,1 @@
+import{L as e,R as t}from"./index-Falkly0e.js";var n=t,r=e;export{n,r as t};

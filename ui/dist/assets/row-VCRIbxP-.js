@@ -1,1 +1,0 @@
-import{I as e,L as t}from"./index-wgWcWB1c.js";var n=t,r=e;export{n,r as t};

@@ -12,6 +12,7 @@ import { useAuth } from './auth';
 import { languages, rememberLang, type Lang } from './i18n';
 import { isAdmin } from './services/auth';
 import Login from './pages/Login';
+import { safeNext } from './lib/next';
 
 // The dashboard is the landing page: on a load of / its chunk is fetched and
 // run alongside the session check, and rendered directly once there, not
@@ -72,12 +73,13 @@ export function App() {
 }
 
 function Routed({ dark, setDark }: { dark: boolean; setDark: (v: boolean) => void }) {
-  const { me, ready } = useAuth();
+  const { me, ready, ended } = useAuth();
   const location = useLocation();
   if (!ready) return <FullSpin />;
   if (!me) {
     if (location.pathname === '/login') return <Login />;
-    const next = location.pathname + location.search;
+    // After a logout the next user starts from the dashboard, not from the page the last one left.
+    const next = ended === 'logout' ? '/' : location.pathname + location.search;
     return <Navigate to={`/login${next !== '/' ? '?next=' + encodeURIComponent(next) : ''}`} replace />;
   }
   const admin = isAdmin(me);
@@ -85,7 +87,8 @@ function Routed({ dark, setDark }: { dark: boolean; setDark: (v: boolean) => voi
     <Shell dark={dark} setDark={setDark}>
       <Suspense fallback={<FullSpin />}>
         <Routes>
-          <Route path="/login" element={<Navigate to="/" replace />} />
+          {/* Signed in (or already were): on to the page asked for before the login. */}
+          <Route path="/login" element={<Navigate to={safeNext(new URLSearchParams(location.search).get('next'))} replace />} />
           <Route path="/" element={<Dashboard dark={dark} />} />
           <Route path="/jobs" element={<Jobs />} />
           <Route path="/jobs/new" element={<JobForm mode="new" />} />
@@ -186,7 +189,7 @@ function Shell({ children, dark, setDark }: { children: ReactNode; dark: boolean
               <Switch id="dark-switch" size="small" checked={dark} onChange={setDark} />
             </span>
             <span data-testid="whoami" className="hide-narrow">{me?.username} <Typography.Text type="secondary">({t(`users.roles.${me?.role ?? 'viewer'}`)})</Typography.Text></span>
-            <Button size="small" icon={<LogoutOutlined />} onClick={() => void logout().then(() => navigate('/login'))}>
+            <Button size="small" icon={<LogoutOutlined />} onClick={() => void logout()}>
               <span className="hide-narrow">{t('nav.logout')}</span>
             </Button>
           </Space>

@@ -6,7 +6,7 @@ const en = {
     language: 'Language', darkMode: 'Dark mode', account: 'Account', changePassword: 'Change password',
   },
   login: {
-    title: 'Sign in to Cronix', username: 'User name', password: 'Password', submit: 'Sign in',
+    expired: 'Your session expired. Sign in again.', title: 'Sign in to Cronix', username: 'User name', password: 'Password', submit: 'Sign in',
     failed: 'Sign-in failed', required: 'Required',
   },
   common: {

@@ -7,7 +7,7 @@ const zh: Catalogue = {
     tokens: 'API 令牌', alerts: '告警', audit: '审计日志', cluster: '集群', admin: '系统管理', logout: '退出登录',
     language: '语言', darkMode: '深色模式', account: '账户', changePassword: '修改密码',
   },
-  login: { title: '登录 Cronix', username: '用户名', password: '密码', submit: '登录', failed: '登录失败', required: '必填' },
+  login: { expired: '会话已过期，请重新登录。', title: '登录 Cronix', username: '用户名', password: '密码', submit: '登录', failed: '登录失败', required: '必填' },
   common: {
     yes: '是', no: '否', save: '保存', cancel: '取消', delete: '删除', edit: '编辑', copy: '复制', create: '新建',
     search: '搜索', refresh: '刷新', actions: '操作', confirmDelete: '确定删除{{what}}？', deleted: '已删除',

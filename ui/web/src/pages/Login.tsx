@@ -1,15 +1,12 @@
 import { Alert, Button, Card, Form, Input, Select, Typography } from 'antd';
 import { useState } from 'react';
 import { useTranslation } from 'react-i18next';
-import { useNavigate, useSearchParams } from 'react-router';
 import { useAuth } from '../auth';
 import { languages, rememberLang, type Lang } from '../i18n';
 
 export default function Login() {
   const { t, i18n } = useTranslation();
-  const { login } = useAuth();
-  const navigate = useNavigate();
-  const [params] = useSearchParams();
+  const { login, ended } = useAuth();
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
@@ -17,9 +14,8 @@ export default function Login() {
     setBusy(true);
     setError(null);
     try {
+      // With the session set, the app leaves the login page for ?next= (App.tsx).
       await login(v.username, v.password);
-      const next = params.get('next');
-      navigate(next && next.startsWith('/') && !next.startsWith('//') ? next : '/', { replace: true });
     } catch (e) {
       setError(e instanceof Error ? e.message : String(e));
     } finally {
@@ -31,6 +27,9 @@ export default function Login() {
     <div className="login-wrap">
       <Card style={{ width: 360, maxWidth: '100%' }}>
         <Typography.Title level={1} style={{ fontSize: 22, marginTop: 0 }}>{t('login.title')}</Typography.Title>
+        {ended === 'expired' && !error && (
+          <Alert type="warning" showIcon title={t('login.expired')} style={{ marginBottom: 16 }} role="status" data-testid="session-expired" />
+        )}
         {error && <Alert type="error" showIcon title={t('login.failed')} description={error} style={{ marginBottom: 16 }} role="alert" />}
         <Form layout="vertical" onFinish={submit} requiredMark={false}>
           <Form.Item label={t('login.username')} name="username" rules={[{ required: true, message: t('login.required') }]}>

@@ -1,1 +1,0 @@
-import{L as e,R as t}from"./index-Falkly0e.js";var n=t,r=e;export{n,r as t};

@@ -1,0 +1,55 @@
+import { render, screen, waitFor } from '@testing-library/react';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { App } from './App';
+import type { SessionEnd } from './auth';
+import type { Me } from './services/auth';
+import { withQuery, LocationProbe } from './test-utils';
+import { MemoryRouter } from 'react-router';
+
+const auth = vi.hoisted(() => ({ me: null as Me | null, ended: null as SessionEnd, logout: vi.fn() }));
+vi.mock('./auth', () => ({ useAuth: () => ({ ...auth, ready: true, login: vi.fn(), refresh: vi.fn() }) }));
+
+const user = (role: Me['role']): Me => ({ id: 1, username: 'u', role, groups: [1], disabled: false });
+
+function renderAt(url: string) {
+  return render(withQuery(<MemoryRouter initialEntries={[url]}><App /><LocationProbe /></MemoryRouter>));
+}
+const location = () => screen.getByTestId('location').textContent;
+
+describe('App routing around the login', () => {
+  beforeEach(() => {
+    // Pages that load behind the routes get a 404 from this "server".
+    vi.stubGlobal('fetch', vi.fn(() => Promise.resolve(new Response('{"error":"not found"}', { status: 404 }))));
+  });
+  afterEach(() => {
+    vi.unstubAllGlobals();
+    auth.me = null;
+    auth.ended = null;
+  });
+
+  it('goes on to ?next= once signed in', async () => {
+    auth.me = user('admin');
+    renderAt('/login?next=' + encodeURIComponent('/runs?status=failed'));
+    await waitFor(() => expect(location()).toBe('/runs?status=failed'));
+  });
+
+  it('does not follow a ?next= off the site', async () => {
+    auth.me = user('admin');
+    renderAt('/login?next=' + encodeURIComponent('//evil.example/x'));
+    await waitFor(() => expect(location()).toBe('/'));
+  });
+
+  it('sends a request without a session to the login with ?next=, saying when the session expired', async () => {
+    auth.ended = 'expired';
+    renderAt('/jobs/3?tab=versions');
+    await waitFor(() => expect(location()).toBe('/login?next=' + encodeURIComponent('/jobs/3?tab=versions')));
+    expect(await screen.findByTestId('session-expired')).toHaveTextContent('Your session expired. Sign in again.');
+  });
+
+  it('after a logout goes to a plain login page', async () => {
+    auth.ended = 'logout';
+    renderAt('/jobs/3');
+    await waitFor(() => expect(location()).toBe('/login'));
+    expect(screen.queryByTestId('session-expired')).toBeNull();
+  });
+});

@@ -53,3 +53,31 @@ describe('App routing around the login', () => {
     expect(screen.queryByTestId('session-expired')).toBeNull();
   });
 });
+
+describe('what each role is offered', () => {
+  beforeEach(() => {
+    vi.stubGlobal('fetch', vi.fn(() => Promise.resolve(new Response('{"items":[],"total":0}', { status: 200 }))));
+  });
+  afterEach(() => {
+    vi.unstubAllGlobals();
+    auth.me = null;
+  });
+  const menu = () => [...document.querySelectorAll('nav[aria-label=main] .ant-menu-item')].map((e) => e.textContent);
+
+  it('a viewer: no Nodes, Alerts or Cluster in the menu, and those pages and the job form forbidden', async () => {
+    auth.me = user('viewer');
+    for (const path of ['/nodes', '/nodes/abc', '/alerts', '/cluster', '/jobs/new', '/jobs/3/edit', '/jobs/3/copy', '/users']) {
+      const r = renderAt(path);
+      expect(await screen.findByTestId('forbidden')).toBeInTheDocument();
+      expect(menu()).toEqual(['Dashboard', 'Jobs', 'Runs', 'Groups', 'API tokens']);
+      r.unmount();
+    }
+  });
+
+  it('an operator: nodes, alerts and the cluster, but no users or audit log', async () => {
+    auth.me = user('operator');
+    renderAt('/cluster');
+    await waitFor(() => expect(menu()).toEqual(['Dashboard', 'Jobs', 'Runs', 'Nodes', 'Groups', 'Alerts', 'API tokens', 'Cluster']));
+    expect(screen.queryByTestId('forbidden')).toBeNull();
+  });
+});

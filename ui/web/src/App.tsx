@@ -10,7 +10,7 @@ import { useTranslation } from 'react-i18next';
 import { Navigate, Route, Routes, useLocation, useNavigate } from 'react-router';
 import { useAuth } from './auth';
 import { languages, rememberLang, type Lang } from './i18n';
-import { isAdmin } from './services/auth';
+import { canSeeCluster, canSeeNodes, canWrite, isAdmin } from './services/auth';
 import Login from './pages/Login';
 import { safeNext } from './lib/next';
 
@@ -83,6 +83,11 @@ function Routed({ dark, setDark }: { dark: boolean; setDark: (v: boolean) => voi
     return <Navigate to={`/login${next !== '/' ? '?next=' + encodeURIComponent(next) : ''}`} replace />;
   }
   const admin = isAdmin(me);
+  // Guard each page like the API does (server/authz): a page the role cannot use says so.
+  const only = (allowed: boolean, page: ReactNode) => (allowed ? page : <Forbidden />);
+  const writer = canWrite(me);
+  const nodes = canSeeNodes(me);
+  const cluster = canSeeCluster(me);
   return (
     <Shell dark={dark} setDark={setDark}>
       <Suspense fallback={<FullSpin />}>
@@ -91,20 +96,20 @@ function Routed({ dark, setDark }: { dark: boolean; setDark: (v: boolean) => voi
           <Route path="/login" element={<Navigate to={safeNext(new URLSearchParams(location.search).get('next'))} replace />} />
           <Route path="/" element={<Dashboard dark={dark} />} />
           <Route path="/jobs" element={<Jobs />} />
-          <Route path="/jobs/new" element={<JobForm mode="new" />} />
+          <Route path="/jobs/new" element={only(writer, <JobForm mode="new" />)} />
           <Route path="/jobs/:id" element={<JobDetail />} />
-          <Route path="/jobs/:id/edit" element={<JobForm mode="edit" />} />
-          <Route path="/jobs/:id/copy" element={<JobForm mode="copy" />} />
+          <Route path="/jobs/:id/edit" element={only(writer, <JobForm mode="edit" />)} />
+          <Route path="/jobs/:id/copy" element={only(writer, <JobForm mode="copy" />)} />
           <Route path="/runs" element={<Runs />} />
           <Route path="/runs/:id" element={<RunDetail />} />
-          <Route path="/nodes" element={<Nodes />} />
-          <Route path="/nodes/:uuid" element={<NodeDetail />} />
+          <Route path="/nodes" element={only(nodes, <Nodes />)} />
+          <Route path="/nodes/:uuid" element={only(nodes, <NodeDetail />)} />
           <Route path="/groups" element={<Groups />} />
           <Route path="/tokens" element={<Tokens />} />
-          <Route path="/alerts" element={<Alerts />} />
-          <Route path="/users" element={admin ? <Users /> : <Forbidden />} />
-          <Route path="/audit" element={admin ? <Audit /> : <Forbidden />} />
-          <Route path="/cluster" element={admin ? <Cluster /> : <Forbidden />} />
+          <Route path="/alerts" element={only(cluster, <Alerts />)} />
+          <Route path="/users" element={only(admin, <Users />)} />
+          <Route path="/audit" element={only(admin, <Audit />)} />
+          <Route path="/cluster" element={only(cluster, <Cluster />)} />
           <Route path="*" element={<Navigate to="/" replace />} />
         </Routes>
       </Suspense>
@@ -133,17 +138,17 @@ function Shell({ children, dark, setDark }: { children: ReactNode; dark: boolean
     { key: '/', icon: <DashboardOutlined />, label: t('nav.dashboard') },
     { key: '/jobs', icon: <ScheduleOutlined />, label: t('nav.jobs') },
     { key: '/runs', icon: <UnorderedListOutlined />, label: t('nav.runs') },
-    { key: '/nodes', icon: <DesktopOutlined />, label: t('nav.nodes') },
+    ...(canSeeNodes(me) ? [{ key: '/nodes', icon: <DesktopOutlined />, label: t('nav.nodes') }] : []),
     { key: '/groups', icon: <ApartmentOutlined />, label: t('nav.groups') },
-    { key: '/alerts', icon: <AlertOutlined />, label: t('nav.alerts') },
+    ...(canSeeCluster(me) ? [{ key: '/alerts', icon: <AlertOutlined />, label: t('nav.alerts') }] : []),
     { key: '/tokens', icon: <KeyOutlined />, label: t('nav.tokens') },
     ...(admin
       ? [
           { key: '/users', icon: <TeamOutlined />, label: t('nav.users') },
           { key: '/audit', icon: <AuditOutlined />, label: t('nav.audit') },
-          { key: '/cluster', icon: <ClusterOutlined />, label: t('nav.cluster') },
         ]
       : []),
+    ...(canSeeCluster(me) ? [{ key: '/cluster', icon: <ClusterOutlined />, label: t('nav.cluster') }] : []),
   ];
   const selected = items
     .map((i) => i.key)

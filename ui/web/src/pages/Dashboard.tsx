@@ -6,7 +6,7 @@ import { Link } from 'react-router';
 import { useAuth } from '../auth';
 import { StatusTag } from '../components/StatusTag';
 import { formatDuration, formatTime } from '../lib/format';
-import { canSeeNodes, isAdmin } from '../services/auth';
+import { canSeeCluster, canSeeNodes } from '../services/auth';
 import { dashboardQueries, dashboardRefresh, firstRange } from '../services/dashboard';
 import { runStatuses } from '../services/runs';
 import { chartStatuses, failingJobs, lateness, withToday } from '../services/stats';
@@ -47,11 +47,12 @@ export default function Dashboard({ dark }: { dark: boolean }) {
   const nodes = useQuery(dashboardQueries.nodes(nodesAllowed));
   const perDay = useQuery(dashboardQueries.perDay(days));
   const recent = useQuery(dashboardQueries.recent());
-  const cluster = useQuery(dashboardQueries.cluster(isAdmin(me)));
+  const cluster = useQuery(dashboardQueries.cluster(canSeeCluster(me)));
 
   const late = lateness(recent.data?.items ?? []);
   const failing = failingJobs(recent.data?.items ?? []);
   const online = (nodes.data?.items ?? []).filter((n) => n.status === 'online').length;
+  const stat = nodesAllowed ? 6 : 8;
 
   const option = useMemo(() => {
     if (!perDay.data || !summary.data) return null;
@@ -75,10 +76,11 @@ export default function Dashboard({ dark }: { dark: boolean }) {
         <Typography.Text type="secondary">{t('common.autoRefresh')}: {refresh / 1000} s</Typography.Text>
       </div>
       <Row gutter={[16, 16]}>
-        <Col xs={12} md={6}><Card size="small"><Statistic title={t('dashboard.jobsEnabled')} value={summary.data?.jobs.enabled ?? '—'} /></Card></Col>
-        <Col xs={12} md={6}><Card size="small"><Statistic title={t('dashboard.jobsDisabled')} value={summary.data?.jobs.disabled ?? '—'} /></Card></Col>
-        {nodesAllowed && <Col xs={12} md={6}><Card size="small"><Statistic title={t('dashboard.nodesOnline')} value={nodes.data ? online : '—'} /></Card></Col>}
-        <Col xs={12} md={6}>
+        {/* Three or four figures share the row: no empty slot when the nodes' is hidden (a viewer). */}
+        <Col xs={12} md={stat} data-testid="stat"><Card size="small"><Statistic title={t('dashboard.jobsEnabled')} value={summary.data?.jobs.enabled ?? '—'} /></Card></Col>
+        <Col xs={12} md={stat} data-testid="stat"><Card size="small"><Statistic title={t('dashboard.jobsDisabled')} value={summary.data?.jobs.disabled ?? '—'} /></Card></Col>
+        {nodesAllowed && <Col xs={12} md={stat} data-testid="stat"><Card size="small"><Statistic title={t('dashboard.nodesOnline')} value={nodes.data ? online : '—'} /></Card></Col>}
+        <Col xs={nodesAllowed ? 12 : 24} md={stat} data-testid="stat">
           <Card size="small">
             <Statistic title={t('dashboard.lateness', { n: late.n })} value={`${formatDuration(late.p50)} / ${formatDuration(late.p99)}`} />
             <Typography.Text type="secondary">{t('dashboard.p50')} / {t('dashboard.p99')}</Typography.Text>

@@ -7,14 +7,15 @@ import { useErrorText } from '../components/ErrorView';
 import { PageError } from '../components/MissingApi';
 import { mapFieldErrors } from '../lib/fieldErrors';
 import { createGroup, deleteGroup, listGroups, updateGroup, type Group, type GroupInput } from '../services/admin';
-import { canWrite } from '../services/auth';
+import { isAdmin } from '../services/auth';
 import { listNodes } from '../services/cluster';
 import { isApiError } from '../services/http';
 
 export default function Groups() {
   const { t } = useTranslation();
   const { me } = useAuth();
-  const writer = canWrite(me);
+  // Group writes are admin-only (server/authz); operators read them.
+  const writer = isAdmin(me);
   const qc = useQueryClient();
   const { message } = App.useApp();
   const errText = useErrorText();
@@ -60,6 +61,7 @@ function GroupModal({ group, onClose }: { group: Group | null; onClose: () => vo
   const { t } = useTranslation();
   const [form] = Form.useForm<GroupInput>();
   const qc = useQueryClient();
+  const errText = useErrorText();
   const nodes = useQuery({ queryKey: ['nodes'], queryFn: listNodes });
   const [err, setErr] = useState<string | null>(null);
   const type = Form.useWatch('address_type', form);
@@ -74,7 +76,7 @@ function GroupModal({ group, onClose }: { group: Group | null; onClose: () => vo
         const m = mapFieldErrors(e.fields, ['appname', 'title', 'address_type', 'addresses']);
         form.setFields(m.form.map((f) => ({ name: f.name as keyof GroupInput, errors: f.errors })));
         setErr(m.other.join('; ') || null);
-      } else setErr(e instanceof Error ? e.message : String(e));
+      } else setErr(errText(e));
     },
   });
   return (

@@ -27,8 +27,8 @@ describe('prefetchDashboard', () => {
     expect(paths()).toEqual(['/api/v1/reports/daily', '/api/v1/runs', '/api/v1/stats/summary']);
   });
 
-  it('gives an operator the nodes but not the cluster', () => {
+  it('gives an operator the nodes and the cluster (nodes:read, cluster:read)', () => {
     prefetchDashboard(new QueryClient(), user('operator'));
-    expect(paths()).toEqual(['/api/v1/nodes', '/api/v1/reports/daily', '/api/v1/runs', '/api/v1/stats/summary']);
+    expect(paths()).toEqual(['/api/v1/cluster', '/api/v1/nodes', '/api/v1/reports/daily', '/api/v1/runs', '/api/v1/stats/summary']);
   });
 });

@@ -2,7 +2,7 @@
 // which starts them on a load of / as soon as it knows the user, while the
 // page's first render is still running.
 import { queryOptions, type QueryClient } from '@tanstack/react-query';
-import { canSeeNodes, isAdmin, type Me } from './auth';
+import { canSeeCluster, canSeeNodes, type Me } from './auth';
 import { getCluster, listNodes } from './cluster';
 import { listRuns } from './runs';
 import { runsPerDay, statsSummary } from './stats';
@@ -15,8 +15,8 @@ export const dashboardQueries = {
   nodes: (allowed: boolean) => queryOptions({ queryKey: ['nodes'], queryFn: listNodes, refetchInterval: dashboardRefresh, enabled: allowed }),
   perDay: (days: number) => queryOptions({ queryKey: ['dash', 'perDay', days], queryFn: () => runsPerDay(days), refetchInterval: 60_000 }),
   recent: () => queryOptions({ queryKey: ['dash', 'recent'], queryFn: () => listRuns({ page_size: 200 }), refetchInterval: dashboardRefresh }),
-  cluster: (admin: boolean) =>
-    queryOptions({ queryKey: ['cluster'], queryFn: getCluster, refetchInterval: dashboardRefresh, enabled: admin, retry: false }),
+  cluster: (allowed: boolean) =>
+    queryOptions({ queryKey: ['cluster'], queryFn: getCluster, refetchInterval: dashboardRefresh, enabled: allowed, retry: false }),
 };
 
 /** The chart's first range (days). */
@@ -24,13 +24,13 @@ export const firstRange = 7;
 
 /**
  * prefetchDashboard starts the dashboard's requests: the nodes' for those
- * who may read nodes (not a viewer), the cluster's for an admin only.
+ * who may read nodes (not a viewer), the cluster's for those who may read
+ * the cluster (cluster:read: operators and admins).
  */
 export function prefetchDashboard(qc: QueryClient, m: Me): void {
-  const admin = isAdmin(m);
   void qc.prefetchQuery(dashboardQueries.summary());
   if (canSeeNodes(m)) void qc.prefetchQuery(dashboardQueries.nodes(true));
   void qc.prefetchQuery(dashboardQueries.perDay(firstRange));
   void qc.prefetchQuery(dashboardQueries.recent());
-  if (admin) void qc.prefetchQuery(dashboardQueries.cluster(true));
+  if (canSeeCluster(m)) void qc.prefetchQuery(dashboardQueries.cluster(true));
 }

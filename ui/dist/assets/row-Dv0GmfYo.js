@@ -1,1 +1,0 @@
-import{L as e,R as t}from"./index-BEaY6JPF.js";var n=t,r=e;export{n,r as t};

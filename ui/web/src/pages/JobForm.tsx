@@ -1,5 +1,5 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { Alert, App, AutoComplete, Button, Card, Col, Form, Input, InputNumber, Row, Segmented, Select, Space, Spin, Switch, Typography } from 'antd';
+import { Alert, App, AutoComplete, Button, Card, Col, Form, Grid, Input, InputNumber, Row, Segmented, Select, Space, Spin, Switch, Typography } from 'antd';
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { useNavigate, useParams } from 'react-router';
@@ -14,7 +14,7 @@ import { listHandlers, listNodes } from '../services/cluster';
 import { isApiError } from '../services/http';
 import {
   blockStrategies, createJob, emptyJob, getJob, jobInputKeys, listJobs, misfirePolicies, routeStrategies,
-  scheduleTypes, toInput, updateJob, type JobInput,
+  scheduleTypes, toInput, updateJob, type JobInput, type ScheduleType,
 } from '../services/jobs';
 
 const zones: string[] = (() => {
@@ -37,6 +37,11 @@ export default function JobForm({ mode }: { mode: 'new' | 'edit' | 'copy' }) {
   const [otherErrors, setOtherErrors] = useState<string[]>([]);
   const [scheduleErr, setScheduleErr] = useState<{ field: string; message: string } | null>(null);
   const [saving, setSaving] = useState(false);
+  // Below md (768 px) the schedule types (468 px side by side) are a select, not a segmented control.
+  const wide = Grid.useBreakpoint().md ?? false;
+  // Each schedule type's last value, so switching types and back restores it.
+  const schedules = useRef<Partial<Record<ScheduleType, string>>>({});
+  const lastType = useRef<ScheduleType | null>(null);
 
   const existing = useQuery({ queryKey: ['job', jobId], queryFn: () => getJob(jobId), enabled: mode !== 'new' });
   const handlers = useQuery({ queryKey: ['handlers'], queryFn: listHandlers, staleTime: 30_000 });
@@ -97,10 +102,36 @@ export default function JobForm({ mode }: { mode: 'new' | 'edit' | 'copy' }) {
     return [...names].map((g) => ({ value: g }));
   }, [groups.data, nodes.data]);
 
+  const clearFieldErrors = (names: (keyof JobInput)[]) =>
+    form.setFields(names.filter((name) => form.getFieldError(name).length > 0).map((name) => ({ name, errors: [] })));
+
+  const onValuesChange = (changed: Partial<JobInput>) => {
+    const names = Object.keys(changed) as (keyof JobInput)[];
+    // A server error on a field goes once the field is changed.
+    clearFieldErrors(names);
+    if ('handler' in changed) {
+      form.setFieldValue('params', {});
+      setParamErrors({});
+    } else if ('params' in changed) {
+      setParamErrors({});
+    }
+    if (changed.schedule_type) {
+      // A schedule of one type means nothing to another ("0 3 * * *" as a fixed rate):
+      // the new type starts empty (its example is the placeholder) or with what it had.
+      const prev = lastType.current ?? initial?.schedule_type ?? 'cron';
+      schedules.current[prev] = form.getFieldValue('schedule') ?? '';
+      lastType.current = changed.schedule_type;
+      form.setFieldValue('schedule', schedules.current[changed.schedule_type] ?? '');
+      clearFieldErrors(['schedule']);
+    }
+  };
+
   const onFinish = async (values: JobInput) => {
     const body = toInput({ ...(initial ?? emptyJob()), ...values, params: (values.params ?? {}) });
     body.alarm_emails = (values.alarm_emails ?? []).map((s) => s.trim()).filter(Boolean);
     setSaving(true);
+    // The last reply's field errors go: the next reply names only what is still wrong.
+    clearFieldErrors(jobInputKeys);
     setOtherErrors([]);
     setParamErrors({});
     try {
@@ -142,12 +173,7 @@ export default function JobForm({ mode }: { mode: 'new' | 'edit' | 'copy' }) {
         initialValues={initial}
         onFinish={onFinish}
         scrollToFirstError
-        onValuesChange={(changed) => {
-          if ('handler' in changed) {
-            form.setFieldValue('params', {});
-            setParamErrors({});
-          }
-        }}
+        onValuesChange={onValuesChange}
       >
         {otherErrors.length > 0 && (
           <Alert type="error" showIcon title={t('job.saveFailed')} description={otherErrors.join('\n')} style={{ marginBottom: 16 }} role="alert" />
@@ -179,7 +205,11 @@ export default function JobForm({ mode }: { mode: 'new' | 'edit' | 'copy' }) {
             </Card>
             <Card title={t('job.scheduling')} size="small" style={{ marginBottom: 16 }}>
               <Form.Item label={t('job.scheduleType')} name="schedule_type">
-                <Segmented options={scheduleTypes.map((s) => ({ value: s, label: t(`job.scheduleTypes.${s}`) }))} />
+                {wide ? (
+                  <Segmented options={scheduleTypes.map((s) => ({ value: s, label: t(`job.scheduleTypes.${s}`) }))} />
+                ) : (
+                  <Select data-testid="schedule-type-select" options={scheduleTypes.map((s) => ({ value: s, label: t(`job.scheduleTypes.${s}`) }))} />
+                )}
               </Form.Item>
               <Form.Item
                 label={t('job.schedule')}

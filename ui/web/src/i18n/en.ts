@@ -33,8 +33,14 @@ const en = {
   jobs: {
     title: 'Jobs', create: 'New job', searchPlaceholder: 'Search name or description', group: 'Group', handler: 'Handler',
     schedule: 'Schedule', nextFire: 'Next fire', lastRun: 'Last run', enable: 'Enable', disable: 'Disable',
-    trigger: 'Run now', triggered: 'Triggered', bulk: '{{count}} selected', bulkDone: 'Done: {{count}} jobs',
-    confirmBulkDelete: 'Delete {{count}} jobs and their runs?', enabledFilter: 'State',
+    trigger: 'Run now', triggered: 'Triggered', bulk: '{{count}} selected',
+    bulkDone_one: 'Done: {{count}} job', bulkDone_other: 'Done: {{count}} jobs',
+    confirmBulkDelete_one: 'Delete {{count}} job and its runs?', confirmBulkDelete_other: 'Delete {{count}} jobs and their runs?',
+    enabledFilter: 'State',
+    sorts: {
+      idAsc: 'ID, oldest first', idDesc: 'ID, newest first', nameAsc: 'Name, A to Z', nameDesc: 'Name, Z to A',
+      updatedAsc: 'Least recently updated', updatedDesc: 'Most recently updated',
+    },
     scheduleTypeFilter: 'Schedule type', lastStatusFilter: 'Last status', sort: 'Sort', noRuns: 'no runs yet',
   },
   job: {
@@ -98,7 +104,7 @@ const en = {
     dispatched: 'Dispatched', started: 'Started', finished: 'Finished', lateness: 'Lateness', duration: 'Duration',
     attempt: 'Attempt', exitCode: 'Exit code', message: 'Message', output: 'Output', kill: 'Kill',
     killConfirm: 'Kill this run?', killRequested: 'Kill requested', live: 'Live', truncated: 'The output was truncated at the node\'s cap.',
-    searchOutput: 'Search output', matches: '{{count}} matches', emptyOutput: '(no output)', shard: 'Shard',
+    searchOutput: 'Search output', matches_one: '{{count}} match', matches_other: '{{count}} matches', emptyOutput: '(no output)', shard: 'Shard',
   },
   nodes: {
     title: 'Nodes', uuid: 'Node', group: 'Group', address: 'Address', version: 'Version', plugins: 'Plugins',
@@ -132,7 +138,7 @@ const en = {
   alerts: {
     title: 'Alerts', kind: 'Kind', run: 'Run', occurred: 'When', channel: 'Channel', target: 'Target',
     attempts: 'Attempts', lastError: 'Last error', sentAt: 'Sent', test: 'Send a test alert',
-    testSent: 'Test alert sent to {{count}} targets', noChannel: 'No alert channel is configured.',
+    testSent_one: 'Test alert sent to {{count}} target', testSent_other: 'Test alert sent to {{count}} targets', noChannel: 'No alert channel is configured.',
     statuses: { pending: 'Pending', sent: 'Sent', failed: 'Failed', suppressed: 'Suppressed', none: 'No target' },
   },
   cluster: {

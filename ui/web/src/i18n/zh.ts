@@ -32,8 +32,15 @@ const zh: Catalogue = {
   jobs: {
     title: '任务', create: '新建任务', searchPlaceholder: '搜索名称或描述', group: '分组', handler: '处理器',
     schedule: '调度', nextFire: '下次触发', lastRun: '最近运行', enable: '启用', disable: '停用',
-    trigger: '立即运行', triggered: '已触发', bulk: '已选 {{count}} 项', bulkDone: '完成：{{count}} 个任务',
-    confirmBulkDelete: '删除 {{count}} 个任务及其运行记录？', enabledFilter: '状态',
+    trigger: '立即运行', triggered: '已触发', bulk: '已选 {{count}} 项',
+    // Chinese has one plural form (i18next uses _other); _one is there for the type.
+    bulkDone_one: '完成：{{count}} 个任务', bulkDone_other: '完成：{{count}} 个任务',
+    confirmBulkDelete_one: '删除 {{count}} 个任务及其运行记录？', confirmBulkDelete_other: '删除 {{count}} 个任务及其运行记录？',
+    enabledFilter: '状态',
+    sorts: {
+      idAsc: 'ID 升序（最早创建）', idDesc: 'ID 降序（最新创建）', nameAsc: '名称 A→Z', nameDesc: '名称 Z→A',
+      updatedAsc: '最早更新', updatedDesc: '最近更新',
+    },
     scheduleTypeFilter: '调度类型', lastStatusFilter: '最近状态', sort: '排序', noRuns: '尚无运行',
   },
   job: {
@@ -84,7 +91,7 @@ const zh: Catalogue = {
     dispatched: '派发时间', started: '开始时间', finished: '结束时间', lateness: '延迟', duration: '耗时',
     attempt: '尝试次数', exitCode: '退出码', message: '消息', output: '输出', kill: '终止',
     killConfirm: '终止本次运行？', killRequested: '已请求终止', live: '实时', truncated: '输出已在节点上限处截断。',
-    searchOutput: '搜索输出', matches: '{{count}} 处匹配', emptyOutput: '（无输出）', shard: '分片',
+    searchOutput: '搜索输出', matches_one: '{{count}} 处匹配', matches_other: '{{count}} 处匹配', emptyOutput: '（无输出）', shard: '分片',
   },
   nodes: {
     title: '节点', uuid: '节点', group: '分组', address: '地址', version: '版本', plugins: '插件',
@@ -118,7 +125,7 @@ const zh: Catalogue = {
   alerts: {
     title: '告警', kind: '类型', run: '运行', occurred: '时间', channel: '渠道', target: '目标',
     attempts: '尝试次数', lastError: '最近错误', sentAt: '发送时间', test: '发送测试告警',
-    testSent: '测试告警已发送到 {{count}} 个目标', noChannel: '尚未配置告警渠道。',
+    testSent_one: '测试告警已发送到 {{count}} 个目标', testSent_other: '测试告警已发送到 {{count}} 个目标', noChannel: '尚未配置告警渠道。',
     statuses: { pending: '待发送', sent: '已发送', failed: '发送失败', suppressed: '已抑制', none: '无目标' },
   },
   cluster: {

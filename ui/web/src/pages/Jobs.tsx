@@ -2,7 +2,7 @@ import { PlusOutlined } from '@ant-design/icons';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { App, Button, Input, Popconfirm, Select, Space, Table, Tag, Typography } from 'antd';
 import type { ColumnsType } from 'antd/es/table';
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { Link, useSearchParams } from 'react-router';
 import { useAuth } from '../auth';
@@ -16,6 +16,8 @@ import { deleteJob, listJobs, setEnabled, triggerJob, type JobListItem } from '.
 import { runStatuses } from '../services/runs';
 
 const scheduleTypes = ['cron', 'fixed_rate', 'fixed_delay', 'once', 'none'];
+// The API's sort keys and their labels (jobs.sorts.*).
+const sorts = [['id', 'idAsc'], ['-id', 'idDesc'], ['name', 'nameAsc'], ['-name', 'nameDesc'], ['updated_at', 'updatedAsc'], ['-updated_at', 'updatedDesc']] as const;
 
 // The list carries each job's next fire and latest run: a page of the
 // table is one request, not one or two more per row.
@@ -65,6 +67,10 @@ export default function Jobs() {
   };
   const [search, setSearch] = useState(filter.q ?? '');
   const [selected, setSelected] = useState<JobListItem[]>([]);
+  // The selection is of the rows on screen: another page, filter or sort starts a new one
+  // (a bulk delete must not reach rows the user no longer sees).
+  const listKey = sp.toString();
+  useEffect(() => setSelected([]), [listKey]);
 
   const jobs = useQuery({ queryKey: ['jobs', filter], queryFn: () => listJobs(filter), placeholderData: keepPreviousData });
   const groups = useQuery({ queryKey: ['groups'], queryFn: () => listGroups(), staleTime: 60_000 });
@@ -194,8 +200,9 @@ export default function Jobs() {
           allowClear
           value={filter.sort}
           onChange={(v?: string) => set('sort', v)}
-          options={['id', '-id', 'name', '-name', 'updated_at', '-updated_at'].map((v) => ({ value: v, label: v }))}
-          style={{ width: 140 }}
+          options={sorts.map(([v, key]) => ({ value: v, label: t(`jobs.sorts.${key}`) }))}
+          popupMatchSelectWidth={false}
+          style={{ width: 170 }}
         />
       </Space>
       {writer && selected.length > 0 && (

@@ -82,7 +82,7 @@ const en = {
     savedAt: 'Saved', savedBy: 'By', compare: 'Compare', restore: 'Restore', restoreConfirm: 'Restore revision {{rev}}?',
     restored: 'Restored revision {{rev}} as a new revision', diffTitle: 'Revision {{a}} → {{b}}', pickTwo: 'Pick two revisions to compare',
     triggerTitle: 'Run {{name}} now', overrideParams: 'Override parameters for this run', triggerNode: 'Node (optional)',
-    triggerAccepted: 'Run requested', deleteConfirm: 'Delete job {{name}} and all its runs?',
+    deleted: 'Deleted job {{name}}', triggerAccepted: 'Run requested', deleteConfirm: 'Delete job {{name}} and all its runs?',
   },
   cron: {
     preview: 'Next {{n}} fires', previewEmpty: 'This schedule does not fire again.', checking: 'Checking…',

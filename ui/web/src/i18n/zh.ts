@@ -71,7 +71,7 @@ const zh: Catalogue = {
     savedAt: '保存时间', savedBy: '保存人', compare: '对比', restore: '恢复', restoreConfirm: '恢复版本 {{rev}}？',
     restored: '已将版本 {{rev}} 恢复为新版本', diffTitle: '版本 {{a}} → {{b}}', pickTwo: '选择两个版本进行对比',
     triggerTitle: '立即运行 {{name}}', overrideParams: '本次运行使用其他参数', triggerNode: '节点（可选）',
-    triggerAccepted: '已请求运行', deleteConfirm: '删除任务 {{name}} 及其全部运行记录？',
+    deleted: '已删除任务 {{name}}', triggerAccepted: '已请求运行', deleteConfirm: '删除任务 {{name}} 及其全部运行记录？',
   },
   cron: {
     preview: '接下来 {{n}} 次触发', previewEmpty: '该调度不会再触发。', checking: '检查中…',

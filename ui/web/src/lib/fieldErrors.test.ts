@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mapFieldErrors } from './fieldErrors';
+import { fieldErrorLines, mapFieldErrors } from './fieldErrors';
 
 const form = ['name', 'schedule', 'handler', 'params', 'child_job_ids', 'alarm_emails'];
 
@@ -40,5 +40,18 @@ describe('mapFieldErrors', () => {
     const m = mapFieldErrors({ node: 'not live' }, form);
     expect(m.form).toEqual([]);
     expect(m.other).toEqual(['node: not live']);
+  });
+});
+
+describe('fieldErrorLines', () => {
+  const schema = { type: 'object', properties: { script: { type: 'string', title: 'Script' }, env: { type: 'object' } } };
+  it('names the params property, not the raw schema message', () => {
+    expect(fieldErrorLines({ params: "params do not match the shell handler's schema (version 1): /script: minLength: got 0, want 1" }, schema))
+      .toEqual(['Script: minLength: got 0, want 1']);
+    expect(fieldErrorLines({ 'params.env': 'must be an object' }, schema)).toEqual(['env: must be an object']);
+  });
+  it('keeps a message it cannot place', () => {
+    expect(fieldErrorLines({ params: 'params must be an object' }, schema)).toEqual(['params must be an object']);
+    expect(fieldErrorLines({ node: 'node n9 is not in the group' }, schema)).toEqual(['node: node n9 is not in the group']);
   });
 });

@@ -54,3 +54,19 @@ export function mapFieldErrors(
   }
   return out;
 }
+
+/**
+ * fieldErrorLines turns the API's field errors into lines for a dialog that
+ * has no form field for them: a params schema error names the property (by
+ * its schema title when it has one), not the JSON pointer inside the raw
+ * message ("params do not match the shell handler's schema (version 1):
+ * /script: minLength: got 0, want 1" → "Script: minLength: got 0, want 1").
+ */
+export function fieldErrorLines(fields: Record<string, string> | undefined, schema?: Record<string, unknown> | null): string[] {
+  const props = (schema?.properties ?? {}) as Record<string, { title?: unknown }>;
+  const m = mapFieldErrors(fields, ['params'], Object.keys(props));
+  const title = (p: string) => (typeof props[p]?.title === 'string' ? (props[p].title as string) : p);
+  const params = Object.entries(m.params).map(([p, msg]) => `${title(p)}: ${msg}`);
+  const rest = params.length ? [] : m.form.flatMap((f) => f.errors);
+  return [...params, ...rest, ...m.other];
+}

@@ -8,9 +8,10 @@ import { useAuth } from '../auth';
 import { ErrorView, useErrorText } from '../components/ErrorView';
 import { StatusTag } from '../components/StatusTag';
 import { VersionDiff } from '../components/VersionDiff';
+import { fieldErrorLines } from '../lib/fieldErrors';
 import { formatDuration, formatTime } from '../lib/format';
 import { canWrite } from '../services/auth';
-import { listNodes } from '../services/cluster';
+import { listHandlers, listNodes } from '../services/cluster';
 import { isApiError } from '../services/http';
 import { deleteJob, getJob, listVersions, restoreVersion, setEnabled, triggerJob, versionText, type Job, type JobVersion } from '../services/jobs';
 import { listJobRuns, runStatuses, type Run } from '../services/runs';
@@ -38,8 +39,11 @@ export default function JobDetail() {
   const remove = useMutation({
     mutationFn: () => deleteJob(jobId),
     onSuccess: () => {
+      void message.success(t('job.deleted', { name: job.data?.name ?? `#${jobId}` }));
+      // Back to the list, with the deleted job's page out of the history and its data out of the cache.
+      navigate('/jobs', { replace: true });
+      qc.removeQueries({ queryKey: ['job', jobId] });
       void qc.invalidateQueries({ queryKey: ['jobs'] });
-      navigate('/jobs');
     },
     onError: (e) => void message.error(errText(e)),
   });
@@ -236,6 +240,8 @@ function TriggerModal({ job, onClose }: { job: Job; onClose: () => void }) {
   const errText = useErrorText();
   const qc = useQueryClient();
   const nodes = useQuery({ queryKey: ['nodes'], queryFn: listNodes });
+  const handlers = useQuery({ queryKey: ['handlers'], queryFn: listHandlers, staleTime: 30_000 });
+  const schema = handlers.data?.items.find((h) => h.name === job.handler)?.params_schema ?? null;
   const [override, setOverride] = useState(false);
   const [params, setParams] = useState(() => JSON.stringify(job.params ?? {}, null, 2));
   const [node, setNode] = useState<string>('');
@@ -257,7 +263,8 @@ function TriggerModal({ job, onClose }: { job: Job; onClose: () => void }) {
       void qc.invalidateQueries({ queryKey: ['runs'] });
       onClose();
     },
-    onError: (e) => setErr(isApiError(e) && Object.keys(e.fields).length ? Object.values(e.fields).join('; ') : errText(e)),
+    // A schema error names the parameter, as the job form does, not the raw message.
+    onError: (e) => setErr(isApiError(e) && Object.keys(e.fields).length ? fieldErrorLines(e.fields, schema).join('\n') : errText(e)),
   });
   return (
     <Modal open title={t('job.triggerTitle', { name: job.name })} onCancel={onClose} onOk={() => go.mutate()} confirmLoading={go.isPending} okButtonProps={{ 'data-testid': 'trigger-ok' } as Record<string, string>}>
@@ -270,11 +277,11 @@ function TriggerModal({ job, onClose }: { job: Job; onClose: () => void }) {
           <Checkbox checked={override} onChange={(e) => setOverride(e.target.checked)} data-testid="override-params">{t('job.overrideParams')}</Checkbox>
         </Form.Item>
         {override && (
-          <Form.Item label={t('job.paramsJson')} htmlFor="trigger-params" validateStatus={err ? 'error' : undefined} help={err ?? undefined}>
+          <Form.Item label={t('job.paramsJson')} htmlFor="trigger-params" validateStatus={err ? 'error' : undefined} help={err && <span style={{ whiteSpace: 'pre-line' }} data-testid="trigger-error">{err}</span>}>
             <Input.TextArea id="trigger-params" className="code-input" autoSize={{ minRows: 4, maxRows: 16 }} value={params} onChange={(e) => setParams(e.target.value)} />
           </Form.Item>
         )}
-        {!override && err && <Typography.Text type="danger" role="alert">{err}</Typography.Text>}
+        {!override && err && <Typography.Text type="danger" role="alert" style={{ whiteSpace: 'pre-line' }} data-testid="trigger-error">{err}</Typography.Text>}
       </Form>
     </Modal>
   );

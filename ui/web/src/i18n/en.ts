@@ -123,6 +123,9 @@ const en = {
     password: 'Password', setPassword: 'Set password', disable: 'Disable', enable: 'Enable',
     roles: { admin: 'Administrator', operator: 'Operator', viewer: 'Viewer' },
     roleHelp: { admin: 'Everything, including users and the cluster', operator: 'Manages and runs the jobs of their groups', viewer: 'Reads the jobs and runs of their groups' },
+    updated: 'Saved {{name}}', nameTaken: 'This user name is taken.',
+    confirmOwnRole: 'Change your own role to {{role}}?', confirmOwnRoleHelp: 'You may lose access to this page and to others at once.',
+    confirmDisableSelf: 'Disable your own account?', confirmDisableSelfHelp: 'Your sessions end and you cannot sign in until another administrator enables you.',
     oldPassword: 'Current password', newPassword: 'New password', passwordChanged: 'Password changed',
   },
   tokens: {

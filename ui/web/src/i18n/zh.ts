@@ -110,6 +110,9 @@ const zh: Catalogue = {
     password: '密码', setPassword: '设置密码', disable: '停用', enable: '启用',
     roles: { admin: '管理员', operator: '操作员', viewer: '只读用户' },
     roleHelp: { admin: '全部权限，包括用户与集群', operator: '管理并运行所属分组的任务', viewer: '查看所属分组的任务与运行' },
+    updated: '已保存 {{name}}', nameTaken: '该用户名已被使用。',
+    confirmOwnRole: '将你自己的角色改为{{role}}？', confirmOwnRoleHelp: '你可能会立即失去此页面及其他页面的访问权限。',
+    confirmDisableSelf: '停用你自己的账户？', confirmDisableSelfHelp: '你的会话将结束，在其他管理员重新启用之前你无法登录。',
     oldPassword: '当前密码', newPassword: '新密码', passwordChanged: '密码已修改',
   },
   tokens: {

@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { App, Button, Form, Input, Modal, Popconfirm, Select, Space, Table, Tag } from 'antd';
 import { useState } from 'react';
 import { useTranslation } from 'react-i18next';
+import { useAuth } from '../auth';
 import { useErrorText } from '../components/ErrorView';
 import { PageError } from '../components/MissingApi';
 import { mapFieldErrors } from '../lib/fieldErrors';
@@ -14,16 +15,45 @@ const roles: Role[] = ['admin', 'operator', 'viewer'];
 export default function Users() {
   const { t } = useTranslation();
   const qc = useQueryClient();
-  const { message } = App.useApp();
+  const { message, modal } = App.useApp();
   const errText = useErrorText();
+  const { me, refresh } = useAuth();
   const users = useQuery({ queryKey: ['users'], queryFn: () => listUsers() });
   const groups = useQuery({ queryKey: ['groups'], queryFn: () => listGroups() });
   const [creating, setCreating] = useState(false);
   const [pwFor, setPwFor] = useState<User | null>(null);
   const done = { onSuccess: () => void qc.invalidateQueries({ queryKey: ['users'] }), onError: (e: unknown) => void message.error(errText(e)) };
-  const patch = useMutation({ mutationFn: (a: { id: number; v: Partial<{ role: Role; disabled: boolean }> }) => patchUser(a.id, a.v), ...done });
-  const setGroups = useMutation({ mutationFn: (a: { id: number; groups: number[] }) => setUserGroups(a.id, a.groups), ...done });
+  // A change to a user says so; to one's own, the header and menu follow (refresh of me).
+  const changed = (u: User) => {
+    void message.success(t('users.updated', { name: u.username }));
+    void qc.invalidateQueries({ queryKey: ['users'] });
+    if (u.id === me?.id) void refresh();
+  };
+  const patch = useMutation({
+    mutationFn: (a: { user: User; v: Partial<{ role: Role; disabled: boolean }> }) => patchUser(a.user.id, a.v),
+    onSuccess: (_, a) => changed(a.user),
+    onError: done.onError,
+  });
+  const setGroups = useMutation({
+    mutationFn: (a: { user: User; groups: number[] }) => setUserGroups(a.user.id, a.groups),
+    onSuccess: (_, a) => changed(a.user),
+    onError: done.onError,
+  });
   const remove = useMutation({ mutationFn: (id: number) => deleteUser(id), ...done });
+  // Lowering one's own role or disabling oneself can lock one out: ask first.
+  const update = (user: User, v: Partial<{ role: Role; disabled: boolean }>) => {
+    const self = user.id === me?.id;
+    if (self && (v.disabled === true || (v.role !== undefined && v.role !== user.role))) {
+      modal.confirm({
+        title: v.disabled ? t('users.confirmDisableSelf') : t('users.confirmOwnRole', { role: t(`users.roles.${v.role ?? user.role}`) }),
+        content: v.disabled ? t('users.confirmDisableSelfHelp') : t('users.confirmOwnRoleHelp'),
+        okButtonProps: { danger: true, 'data-testid': 'confirm-self' } as { danger: boolean },
+        onOk: () => patch.mutateAsync({ user, v }),
+      });
+      return;
+    }
+    patch.mutate({ user, v });
+  };
   const groupOptions = (groups.data?.items ?? []).map((g) => ({ value: g.id, label: g.title || g.appname }));
   return (
     <div>
@@ -36,17 +66,17 @@ export default function Users() {
           columns={[
             { title: t('users.username'), dataIndex: 'username', render: (v: string, u) => <span>{v} {u.disabled && <Tag>{t('common.disabled')}</Tag>}</span> },
             { title: t('users.role'), dataIndex: 'role', render: (r: Role, u) => (
-              <Select aria-label={`${t('users.role')} ${u.username}`} size="small" value={r} style={{ width: 140 }} onChange={(v) => patch.mutate({ id: u.id, v: { role: v } })}
+              <Select aria-label={`${t('users.role')} ${u.username}`} size="small" value={r} style={{ width: 140 }} onChange={(v) => update(u, { role: v })}
                 options={roles.map((x) => ({ value: x, label: t(`users.roles.${x}`), title: t(`users.roleHelp.${x}`) }))} />
             ) },
             { title: t('users.groups'), dataIndex: 'groups', render: (g: number[] | null, u) => (
               <Select aria-label={`${t('users.groups')} ${u.username}`} size="small" mode="multiple" value={g ?? []} style={{ minWidth: 200 }} options={groupOptions}
-                onChange={(v: number[]) => setGroups.mutate({ id: u.id, groups: v })} />
+                onChange={(v: number[]) => setGroups.mutate({ user: u, groups: v })} />
             ) },
             { title: t('common.actions'), render: (_, u) => (
               <Space wrap>
                 <Button size="small" onClick={() => setPwFor(u)}>{t('users.setPassword')}</Button>
-                <Button size="small" onClick={() => patch.mutate({ id: u.id, v: { disabled: !u.disabled } })}>{u.disabled ? t('users.enable') : t('users.disable')}</Button>
+                <Button size="small" onClick={() => update(u, { disabled: !u.disabled })}>{u.disabled ? t('users.enable') : t('users.disable')}</Button>
                 <Popconfirm title={t('common.confirmDelete', { what: u.username })} onConfirm={() => remove.mutate(u.id)}>
                   <Button size="small" danger>{t('common.delete')}</Button>
                 </Popconfirm>
@@ -64,16 +94,21 @@ function CreateUser({ groupOptions, onClose }: { groupOptions: { value: number; 
   const { t } = useTranslation();
   const [form] = Form.useForm();
   const qc = useQueryClient();
+  const errText = useErrorText();
   const [err, setErr] = useState<string | null>(null);
   const save = useMutation({
     mutationFn: (v: { username: string; password: string; role: Role; groups?: number[] }) => createUser({ ...v, groups: v.groups ?? [] }),
     onSuccess: () => { void qc.invalidateQueries({ queryKey: ['users'] }); onClose(); },
     onError: (e) => {
-      if (isApiError(e) && Object.keys(e.fields).length) {
+      if (isApiError(e, 409)) {
+        // The one conflict here: the name is taken.
+        form.setFields([{ name: 'username', errors: [t('users.nameTaken')] }]);
+        setErr(null);
+      } else if (isApiError(e) && Object.keys(e.fields).length) {
         const m = mapFieldErrors(e.fields, ['username', 'password', 'role', 'groups']);
         form.setFields(m.form.map((f) => ({ name: f.name, errors: f.errors })));
         setErr(m.other.join('; ') || null);
-      } else setErr(e instanceof Error ? e.message : String(e));
+      } else setErr(errText(e));
     },
   });
   return (

@@ -79,5 +79,7 @@ describe('what each role is offered', () => {
     renderAt('/cluster');
     await waitFor(() => expect(menu()).toEqual(['Dashboard', 'Jobs', 'Runs', 'Nodes', 'Groups', 'Alerts', 'API tokens', 'Cluster']));
     expect(screen.queryByTestId('forbidden')).toBeNull();
+    // One <main> landmark (antd's Layout.Content), not one inside another.
+    expect(document.querySelectorAll('main')).toHaveLength(1);
   });
 });

@@ -199,9 +199,8 @@ function Shell({ children, dark, setDark }: { children: ReactNode; dark: boolean
             </Button>
           </Space>
         </Layout.Header>
-        <Layout.Content style={{ padding: 16, minWidth: 0 }}>
-          <main>{children}</main>
-        </Layout.Content>
+        {/* Layout.Content is the page's <main> landmark. */}
+        <Layout.Content style={{ padding: 16, minWidth: 0 }}>{children}</Layout.Content>
       </Layout>
     </Layout>
   );

@@ -100,7 +100,7 @@ const en = {
     none: 'Only when triggered by hand or through the API',
   },
   run: {
-    title: 'Run {{id}}', job: 'Job', node: 'Node', trigger: 'Trigger', fireId: 'Fire id', scheduled: 'Scheduled',
+    triggers: { schedule: 'Schedule', manual: 'Manual' }, title: 'Run {{id}}', job: 'Job', node: 'Node', trigger: 'Trigger', fireId: 'Fire id', scheduled: 'Scheduled',
     dispatched: 'Dispatched', started: 'Started', finished: 'Finished', lateness: 'Lateness', duration: 'Duration',
     attempt: 'Attempt', exitCode: 'Exit code', message: 'Message', output: 'Output', kill: 'Kill',
     killConfirm: 'Kill this run?', killRequested: 'Kill requested', live: 'Live', truncated: 'The output was truncated at the node\'s cap.',

@@ -87,7 +87,7 @@ const zh: Catalogue = {
     fixedRate: '每 {{d}}', fixedDelay: '上次运行结束后 {{d}}', once: '在指定时刻运行一次', none: '仅手动或通过 API 触发',
   },
   run: {
-    title: '运行 {{id}}', job: '任务', node: '节点', trigger: '触发方式', fireId: '触发 ID', scheduled: '计划时间',
+    triggers: { schedule: '定时调度', manual: '手动' }, title: '运行 {{id}}', job: '任务', node: '节点', trigger: '触发方式', fireId: '触发 ID', scheduled: '计划时间',
     dispatched: '派发时间', started: '开始时间', finished: '结束时间', lateness: '延迟', duration: '耗时',
     attempt: '尝试次数', exitCode: '退出码', message: '消息', output: '输出', kill: '终止',
     killConfirm: '终止本次运行？', killRequested: '已请求终止', live: '实时', truncated: '输出已在节点上限处截断。',

@@ -20,7 +20,7 @@ export default function Cluster() {
         { key: 'state', label: t('cluster.state'), children: d.state },
       ]} />
       <Card size="small" title={t('cluster.replicas')} style={{ marginBottom: 16 }}>
-        <Table<Replica> rowKey="id" size="small" pagination={false} dataSource={d.replicas ?? []} columns={[
+        <Table<Replica> rowKey="id" size="small" pagination={false} dataSource={d.replicas ?? []} scroll={{ x: 720 }} columns={[
           { title: t('common.id'), dataIndex: 'id', render: (v: string) => (v === d.leader.id ? <strong>{v} ★</strong> : v) },
           { title: t('cluster.address'), dataIndex: 'address' },
           { title: t('cluster.url'), dataIndex: 'url' },

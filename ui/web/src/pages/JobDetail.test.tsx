@@ -4,7 +4,8 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Me } from '../services/auth';
 import { ApiError } from '../services/http';
 import { withPage } from '../test-utils';
-import JobDetail from './JobDetail';
+import i18n from '../i18n';
+import JobDetail, { RunsTable } from './JobDetail';
 
 vi.mock('../auth', () => ({ useAuth: () => ({ me: { id: 1, username: 'ops', role: 'operator', groups: [1], disabled: false } satisfies Me }) }));
 vi.mock('../services/cluster', () => ({
@@ -42,5 +43,20 @@ describe('JobDetail', () => {
     const dialog = await screen.findByRole('dialog');
     await userEvent.click(within(dialog).getByTestId('trigger-ok'));
     await waitFor(() => expect(within(dialog).getByTestId('trigger-error')).toHaveTextContent(/^Script: minLength: got 0, want 1$/));
+  });
+
+  it('/jobs/abc is not found, without asking the API for job NaN', async () => {
+    render(withPage(<JobDetail />, '/jobs/abc', '/jobs/:id'));
+    expect(await screen.findByText('Not found (or outside your groups).')).toBeInTheDocument();
+    expect(jobs.getJob).not.toHaveBeenCalled();
+  });
+
+  it('names the run triggers in the language of the page', async () => {
+    await i18n.changeLanguage('zh-CN');
+    const run = { id: 1, job_id: 7, trigger: 'manual', status: 'success', scheduled_at: null, started_at: null, finished_at: null, node: '', exit_code: 0 };
+    render(withPage(<RunsTable runs={[run as never, { ...run, id: 2, trigger: 'schedule' } as never]} loading={false} total={2} page={1} pageSize={20} onPage={() => {}} />));
+    expect(await screen.findByText('手动')).toBeInTheDocument();
+    expect(screen.getByText('定时调度')).toBeInTheDocument();
+    await i18n.changeLanguage('en');
   });
 });

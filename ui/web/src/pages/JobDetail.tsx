@@ -10,6 +10,7 @@ import { StatusTag } from '../components/StatusTag';
 import { VersionDiff } from '../components/VersionDiff';
 import { fieldErrorLines } from '../lib/fieldErrors';
 import { formatDuration, formatTime } from '../lib/format';
+import { notFound, routeId } from '../lib/routeId';
 import { canWrite } from '../services/auth';
 import { listHandlers, listNodes } from '../services/cluster';
 import { isApiError } from '../services/http';
@@ -19,7 +20,8 @@ import { listJobRuns, runStatuses, type Run } from '../services/runs';
 export default function JobDetail() {
   const { t } = useTranslation();
   const { id } = useParams();
-  const jobId = Number(id);
+  const parsedId = routeId(id);
+  const jobId = parsedId ?? 0;
   const { me } = useAuth();
   const writer = canWrite(me);
   const navigate = useNavigate();
@@ -30,7 +32,7 @@ export default function JobDetail() {
   const tab = sp.get('tab') ?? 'runs';
   const [triggerOpen, setTriggerOpen] = useState(false);
 
-  const job = useQuery({ queryKey: ['job', jobId], queryFn: () => getJob(jobId) });
+  const job = useQuery({ queryKey: ['job', jobId], queryFn: () => getJob(jobId), enabled: parsedId !== null });
   const toggle = useMutation({
     mutationFn: (v: boolean) => setEnabled(job.data!, v),
     onSuccess: (j) => qc.setQueryData(['job', jobId], j),
@@ -48,6 +50,7 @@ export default function JobDetail() {
     onError: (e) => void message.error(errText(e)),
   });
 
+  if (parsedId === null) return <ErrorView error={notFound} />;
   if (job.error) return <ErrorView error={job.error} onRetry={() => void job.refetch()} />;
   const j = job.data;
   if (!j) return null;
@@ -158,7 +161,7 @@ export function RunsTable(props: { runs: Run[]; loading: boolean; total: number;
         { title: t('common.id'), dataIndex: 'id', render: (v: number) => <Link to={`/runs/${v}`} data-testid="run-link">#{v}</Link> },
         ...(props.showJob ? [{ title: t('run.job'), dataIndex: 'job_id', render: (v: number) => <Link to={`/jobs/${v}`}>#{v}</Link> }] : []),
         { title: t('common.status'), dataIndex: 'status', render: (s: string) => <StatusTag status={s} /> },
-        { title: t('run.trigger'), dataIndex: 'trigger', render: (v: string) => <Tag>{v}</Tag> },
+        { title: t('run.trigger'), dataIndex: 'trigger', render: (v: string) => <Tag>{t(`run.triggers.${v}`, { defaultValue: v })}</Tag> },
         { title: t('run.scheduled'), dataIndex: 'scheduled_at', render: (v: string) => formatTime(v) },
         { title: t('run.duration'), render: (_: unknown, r: Run) => r.started_at && r.finished_at ? formatDuration(Date.parse(r.finished_at) - Date.parse(r.started_at)) : '—' },
         { title: t('run.node'), dataIndex: 'node', className: 'hide-narrow', render: (v: string) => <Typography.Text ellipsis style={{ maxWidth: 160 }}>{v}</Typography.Text> },
@@ -199,6 +202,7 @@ function Versions({ job, writer }: { job: Job; writer: boolean }) {
         loading={versions.isLoading}
         dataSource={items}
         pagination={false}
+        scroll={{ x: 720 }}
         columns={[
           {
             title: t('job.compare'),

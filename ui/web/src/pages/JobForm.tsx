@@ -7,6 +7,7 @@ import { CronHelper } from '../components/CronHelper';
 import { ErrorView } from '../components/ErrorView';
 import { ParamsForm } from '../components/ParamsForm';
 import { mapFieldErrors } from '../lib/fieldErrors';
+import { notFound, routeId } from '../lib/routeId';
 import { handlerDescription, schemaProps, type JSONSchema } from '../lib/schema';
 import { useDebounced } from '../lib/useDebounced';
 import { listGroups } from '../services/admin';
@@ -31,7 +32,8 @@ export default function JobForm({ mode }: { mode: 'new' | 'edit' | 'copy' }) {
   const navigate = useNavigate();
   const qc = useQueryClient();
   const { id } = useParams();
-  const jobId = Number(id);
+  const parsedId = routeId(id);
+  const jobId = parsedId ?? 0;
   const [form] = Form.useForm<JobInput>();
   const [paramErrors, setParamErrors] = useState<Record<string, string>>({});
   const [otherErrors, setOtherErrors] = useState<string[]>([]);
@@ -43,7 +45,7 @@ export default function JobForm({ mode }: { mode: 'new' | 'edit' | 'copy' }) {
   const schedules = useRef<Partial<Record<ScheduleType, string>>>({});
   const lastType = useRef<ScheduleType | null>(null);
 
-  const existing = useQuery({ queryKey: ['job', jobId], queryFn: () => getJob(jobId), enabled: mode !== 'new' });
+  const existing = useQuery({ queryKey: ['job', jobId], queryFn: () => getJob(jobId), enabled: mode !== 'new' && parsedId !== null });
   const handlers = useQuery({ queryKey: ['handlers'], queryFn: listHandlers, staleTime: 30_000 });
   const nodes = useQuery({ queryKey: ['nodes'], queryFn: listNodes, staleTime: 10_000 });
   const groups = useQuery({ queryKey: ['groups'], queryFn: () => listGroups(), staleTime: 60_000 });
@@ -157,6 +159,7 @@ export default function JobForm({ mode }: { mode: 'new' | 'edit' | 'copy' }) {
     }
   };
 
+  if (mode !== 'new' && parsedId === null) return <ErrorView error={notFound} />;
   if (mode !== 'new' && existing.error) return <ErrorView error={existing.error} />;
   if (!initial) return <Spin />;
 

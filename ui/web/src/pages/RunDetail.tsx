@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { App, Button, Card, Descriptions, Popconfirm, Space, Typography } from 'antd';
 import { useEffect, useState } from 'react';
+import { notFound, routeId } from '../lib/routeId';
 import { useTranslation } from 'react-i18next';
 import { Link, useParams } from 'react-router';
 import { useAuth } from '../auth';
@@ -15,7 +16,8 @@ import { followOutput, getRun, killRun, latenessMs, terminal } from '../services
 export default function RunDetail() {
   const { t } = useTranslation();
   const { id } = useParams();
-  const runId = Number(id);
+  const parsedId = routeId(id);
+  const runId = parsedId ?? 0;
   const { me } = useAuth();
   const qc = useQueryClient();
   const { message } = App.useApp();
@@ -23,6 +25,7 @@ export default function RunDetail() {
   const run = useQuery({
     queryKey: ['run', runId],
     queryFn: () => getRun(runId),
+    enabled: parsedId !== null,
     refetchInterval: (q) => (q.state.data && terminal(q.state.data.status) ? false : 1000),
   });
   const job = useQuery({ queryKey: ['job', run.data?.job_id], queryFn: () => getJob(run.data!.job_id), enabled: !!run.data });
@@ -58,6 +61,7 @@ export default function RunDetail() {
     onError: (e) => void message.error(errText(e)),
   });
 
+  if (parsedId === null) return <ErrorView error={notFound} />;
   if (run.error) return <ErrorView error={run.error} onRetry={() => void run.refetch()} />;
   if (!r) return null;
   const zone = job.data?.timezone || undefined;
@@ -71,7 +75,7 @@ export default function RunDetail() {
     { label: t('common.status'), children: <span data-testid="run-status"><StatusTag status={r.status} /></span> },
     { label: t('run.job'), children: <Link to={`/jobs/${r.job_id}`}>{job.data?.name ?? `#${r.job_id}`}</Link> },
     { label: t('run.node'), children: r.node || '—' },
-    { label: t('run.trigger'), children: r.trigger },
+    { label: t('run.trigger'), children: t(`run.triggers.${r.trigger}`, { defaultValue: r.trigger }) },
     { label: t('run.fireId'), children: <code>{r.fire_id}</code> },
     { label: t('run.scheduled'), children: timeCell(r.scheduled_at) },
     { label: t('run.dispatched'), children: timeCell(r.dispatched_at) },

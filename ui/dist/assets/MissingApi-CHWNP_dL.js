@@ -1,1 +1,0 @@
-import{l as e}from"./Input-DLhSDMwu.js";import{li as t,n}from"./http-C4rsBVAB.js";import{t as r}from"./ErrorView-2os03ICS.js";import{t as i}from"./jsx-runtime-B4UN2VIk.js";var a=i();function o({error:i}){let{t:o}=t();return n(i,404)||n(i,405)?(0,a.jsx)(e,{type:`info`,showIcon:!0,title:o(`common.apiMissing`)}):(0,a.jsx)(r,{error:i})}export{o as t};

@@ -278,6 +278,57 @@ try {
   });
   await page.getByTestId('pick-4').waitFor();
 
+  step('API tokens: create one with a role and a group, see its secret once, use it');
+  {
+    await nav(page, '/tokens');
+    await page.getByRole('heading', { name: 'API tokens' }).waitFor();
+    await page.getByTestId('create-token').click();
+    const dlg = page.getByRole('dialog');
+    await dlg.getByLabel('Name').fill('ci-token');
+    const choose = async (label, option) => {
+      await dlg.getByLabel(label).click();
+      await page.locator('.ant-select-dropdown:visible .ant-select-item-option', { hasText: option }).first().click();
+    };
+    await choose('Role', /^Viewer$/);
+    await choose('Groups', /default/i);
+    await dlg.locator('.ant-modal-title').click(); // closes the groups list, not the dialog
+    await page.getByTestId('token-ok').click();
+    const secret = /cxt_\S+/.exec(await page.getByTestId('token-secret').innerText())?.[0];
+    if (!secret) throw new Error('no token secret shown after creating a token');
+    const row = page.locator('.ant-table-row', { hasText: 'ci-token' });
+    await row.waitFor();
+    const rowText = await row.innerText();
+    if (!rowText.includes('Viewer') || !rowText.includes(user)) throw new Error(`the token row lacks its role or user: ${rowText}`);
+    // The secret works as a viewer of the default group: it reads the jobs, and may not write.
+    const asToken = (method, path, body) => fetch(base + path, { method, headers: { Authorization: `Bearer ${secret}`, 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body) });
+    const read = await asToken('GET', '/api/v1/jobs?q=e2e-hello');
+    const readBody = await read.json();
+    if (read.status !== 200 || !readBody.items.some((j) => j.name === 'e2e-hello')) throw new Error(`the token cannot read the jobs: ${read.status} ${JSON.stringify(readBody)}`);
+    const write = await asToken('POST', '/api/v1/jobs', { name: 'by-token', schedule_type: 'none', handler: 'shell', params: { script: 'true' } });
+    if (write.status !== 403) throw new Error(`a viewer token created a job: ${write.status}`);
+    // Shown once: after a reload the token is listed, its secret is not.
+    await page.reload();
+    await row.waitFor();
+    if (await page.getByTestId('token-secret').count()) throw new Error('the token secret is shown again after a reload');
+  }
+
+  step('a failing job: its name on the dashboard; deleting it from its page says so');
+  {
+    const fail = await apiCall('POST', '/api/v1/jobs', { name: 'e2e-fail', schedule_type: 'none', schedule: '', handler: 'shell', params: { script: 'exit 3' } });
+    await apiCall('POST', `/api/v1/jobs/${fail.id}/trigger`, {});
+    await until('the failed run', async () => (await apiCall('GET', `/api/v1/jobs/${fail.id}/runs?page_size=5`)).items.some((r) => r.status === 'failed'));
+    await nav(page, '/');
+    await page.getByTestId('dashboard').waitFor();
+    const failingLink = page.getByTestId('dashboard').locator(`a[href="/jobs/${fail.id}"]`);
+    await until('the failing job by name on the dashboard', async () => (await failingLink.count()) > 0 && (await failingLink.first().innerText()) === 'e2e-fail');
+    await failingLink.first().click();
+    await page.getByTestId('delete-job').click();
+    await page.locator('.ant-popconfirm').getByRole('button', { name: /OK|Yes/ }).click();
+    await page.locator('.ant-message-notice', { hasText: 'Deleted job e2e-fail' }).waitFor();
+    await until('back on the jobs list', () => new URL(page.url()).pathname === '/jobs');
+  }
+
   step('a long run: live output, then kill');
   const long = await apiCall('POST', '/api/v1/jobs', {
     name: 'e2e-long', schedule_type: 'none', schedule: '', handler: 'shell',
@@ -395,20 +446,31 @@ try {
     const vp = await vctx.newPage();
     vp.setDefaultTimeout(T);
     watch(vp, 'viewer');
-    await vp.goto(base + '/login');
+    // A link to a job without a session: the login, then that job (?next=).
+    await vp.goto(base + `/jobs/${jobId}?tab=config`);
     await vp.getByLabel('User name').fill(viewerUser);
+    const loginUrl = new URL(vp.url());
+    if (loginUrl.pathname !== '/login' || loginUrl.searchParams.get('next') !== `/jobs/${jobId}?tab=config`) throw new Error(`no ?next= on the login: ${vp.url()}`);
     await vp.getByLabel('Password').fill(viewerPassword);
     await vp.getByRole('button', { name: 'Sign in' }).click();
+    await vp.getByRole('heading', { name: /e2e-hello/ }).waitFor();
+    if (new URL(vp.url()).pathname !== `/jobs/${jobId}`) throw new Error(`after the login the viewer is on ${vp.url()}, not the job`);
+    await nav(vp, '/');
     await vp.getByTestId('dashboard').waitFor();
     await nav(vp, '/jobs');
     await vp.getByRole('heading', { name: 'Jobs' }).waitFor();
     // The viewer has the default group: it sees the jobs, but no create button.
     await vp.locator('.ant-table-row', { hasText: 'e2e-hello' }).first().waitFor();
     if (await vp.getByTestId('create-job').count()) throw new Error('a viewer sees the create button');
-    for (const admin of ['Users & roles', 'Audit log', 'Cluster']) {
-      if (await vp.getByRole('menuitem', { name: admin }).count()) throw new Error(`a viewer sees the ${admin} page in the menu`);
+    // The menu (collapsed on a phone, but there) offers no page a viewer is refused.
+    const menu = await vp.evaluate(() => [...document.querySelectorAll('nav[aria-label=main] .ant-menu-item')].map((e) => e.textContent.trim()));
+    if (!menu.includes('Jobs')) throw new Error(`no menu found: ${JSON.stringify(menu)}`);
+    for (const hidden of ['Nodes', 'Alerts', 'Users & roles', 'Audit log', 'Cluster']) {
+      if (menu.includes(hidden)) throw new Error(`a viewer sees the ${hidden} page in the menu`);
     }
-    for (const path of ['/users', '/audit', '/cluster']) {
+    for (const path of ['/users', '/audit', '/cluster', '/nodes', '/alerts', '/jobs/new', `/jobs/${jobId}/edit`, `/jobs/${jobId}/copy`]) {
+      await nav(vp, '/jobs');
+      await vp.getByRole('heading', { name: 'Jobs' }).waitFor();
       await nav(vp, path);
       await vp.getByTestId('forbidden').waitFor();
     }
@@ -418,6 +480,10 @@ try {
     for (const id of ['trigger-job', 'edit-job', 'delete-job']) {
       if (await vp.getByTestId(id).count()) throw new Error(`a viewer sees ${id}`);
     }
+    // Logging out leads to a plain login page: the next user does not land on this job.
+    await vp.getByTestId('logout').click();
+    await vp.getByLabel('User name').waitFor();
+    if (new URL(vp.url()).pathname !== '/login' || new URL(vp.url()).search !== '') throw new Error(`after the logout: ${vp.url()}`);
     await vctx.close();
   }
 
@@ -456,6 +522,20 @@ try {
   await page.getByTestId('run-output').waitFor();
   if (!(await fitsWidth())) throw new Error('the run detail scrolls sideways at 390 px');
   await shot(page, 'run-phone-en');
+  const mustFit = async (where) => {
+    const w = await page.evaluate(() => document.documentElement.scrollWidth);
+    if (w > 391) throw new Error(`${where} scrolls sideways at 390 px (page ${w} px wide)`);
+  };
+  await nav(page, `/jobs/${jobId}?tab=versions`);
+  await page.getByTestId('pick-1').waitFor();
+  await mustFit('the job versions');
+  await nav(page, '/jobs/new');
+  await page.getByTestId('schedule-type-select').waitFor();
+  await mustFit('the job form');
+  await nav(page, '/cluster');
+  await page.getByRole('heading', { name: 'Cluster' }).waitFor();
+  await page.locator('.ant-table-row').first().waitFor();
+  await mustFit('the cluster page');
   await page.setViewportSize({ width: 1280, height: 720 });
 
   step('warm load time of the dashboard');

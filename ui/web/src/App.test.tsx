@@ -30,13 +30,13 @@ describe('App routing around the login', () => {
   it('goes on to ?next= once signed in', async () => {
     auth.me = user('admin');
     renderAt('/login?next=' + encodeURIComponent('/runs?status=failed'));
-    await waitFor(() => expect(location()).toBe('/runs?status=failed'));
+    await waitFor(() => expect(location()).toBe('/runs?status=failed'), { timeout: 10_000 });
   });
 
   it('does not follow a ?next= off the site', async () => {
     auth.me = user('admin');
     renderAt('/login?next=' + encodeURIComponent('//evil.example/x'));
-    await waitFor(() => expect(location()).toBe('/'));
+    await waitFor(() => expect(location()).toBe('/'), { timeout: 10_000 });
   });
 
   it('sends a request without a session to the login with ?next=, saying when the session expired', async () => {

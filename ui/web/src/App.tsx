@@ -194,7 +194,7 @@ function Shell({ children, dark, setDark }: { children: ReactNode; dark: boolean
               <Switch id="dark-switch" size="small" checked={dark} onChange={setDark} />
             </span>
             <span data-testid="whoami" className="hide-narrow">{me?.username} <Typography.Text type="secondary">({t(`users.roles.${me?.role ?? 'viewer'}`)})</Typography.Text></span>
-            <Button size="small" icon={<LogoutOutlined />} onClick={() => void logout()}>
+            <Button size="small" icon={<LogoutOutlined />} onClick={() => void logout()} data-testid="logout" aria-label={t('nav.logout')}>
               <span className="hide-narrow">{t('nav.logout')}</span>
             </Button>
           </Space>

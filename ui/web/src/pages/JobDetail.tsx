@@ -42,9 +42,10 @@ export default function JobDetail() {
     mutationFn: () => deleteJob(jobId),
     onSuccess: () => {
       void message.success(t('job.deleted', { name: job.data?.name ?? `#${jobId}` }));
-      // Back to the list, with the deleted job's page out of the history and its data out of the cache.
+      // Back to the list, with the deleted job's page out of the history. The dashboard's
+      // cached runs may name the job: they are dropped, so it does not ask for the job again.
       navigate('/jobs', { replace: true });
-      qc.removeQueries({ queryKey: ['job', jobId] });
+      qc.removeQueries({ queryKey: ['dash'] });
       void qc.invalidateQueries({ queryKey: ['jobs'] });
     },
     onError: (e) => void message.error(errText(e)),

@@ -252,16 +252,17 @@ func decodeJob(r *http.Request) (JobRequest, error) {
 	return req, nil
 }
 
-// validJob validates req as the new content of job id (0 for a new job):
-// every field (jobFromRequest) and the child jobs (checkChildren), one
+// validJob validates req as the new content of job id (0 for a new job),
+// whose stored children are kept (nil for a new job): every field
+// (jobFromRequest) and the child jobs (checkChildren), one
 // *ValidationError listing every bad field.
-func (s *server) validJob(ctx context.Context, id int64, req JobRequest) (*store.Job, []string, error) {
+func (s *server) validJob(ctx context.Context, id int64, kept []int64, req JobRequest) (*store.Job, []string, error) {
 	j, warnings, err := s.jobFromRequest(ctx, req)
 	var ve *ValidationError
 	if err != nil && !errors.As(err, &ve) {
 		return nil, nil, err
 	}
-	msg, cerr := s.checkChildren(ctx, id, req.ChildJobIDs)
+	msg, cerr := s.checkChildren(ctx, id, kept, req.ChildJobIDs)
 	if cerr != nil {
 		return nil, nil, cerr
 	}
@@ -304,7 +305,7 @@ func (s *server) createJob(w http.ResponseWriter, r *http.Request) error {
 // saveNewJob validates req, stores the job and signals the leader. The
 // warnings are about a valid job that cannot fire yet.
 func (s *server) saveNewJob(ctx context.Context, req JobRequest) (*store.Job, []string, error) {
-	j, warnings, err := s.validJob(ctx, 0, req)
+	j, warnings, err := s.validJob(ctx, 0, nil, req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -368,7 +369,7 @@ func (s *server) saveJob(ctx context.Context, id int64, req JobRequest) (*store.
 	if err != nil {
 		return nil, nil, err
 	}
-	j, warnings, err := s.validJob(ctx, id, req)
+	j, warnings, err := s.validJob(ctx, id, old.ChildJobIDs, req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -748,32 +749,63 @@ func (s *server) validateJobModel(ctx context.Context, req JobRequest, j *store.
 	return nil
 }
 
-// checkChildren checks the child job ids of job id (0 = a new job): each
-// must exist, and following children from id must never lead back to it.
-// It returns the problem for fields["child_job_ids"] ("" = fine), or an
-// internal error.
-func (s *server) checkChildren(ctx context.Context, id int64, children []int64) (string, error) {
+// childInfo is what checkChildren knows of a job: whether it exists, whether
+// the caller may see it, and its children as stored.
+type childInfo struct {
+	found, visible bool
+	kids           []int64
+}
+
+// checkChildren checks the child job ids of job id (0 = a new job), whose
+// stored children are kept: each child must exist in one of the caller's
+// groups, and following children from id must never lead back to it. A
+// child outside the caller's groups is answered exactly as one that does
+// not exist ("job N does not exist"), so ids do not leak and a parent
+// cannot fire a job its author may not. A kept child (one the job already
+// has, put there by someone who could see it) that the caller cannot see
+// stays unchecked, whether it still exists or not, so the answer tells
+// nothing about it; a caller who sees every group is told when a kept
+// child no longer exists. A cycle names only the jobs the caller may see,
+// each run of other jobs on it being "…". It returns the problem for
+// fields["child_job_ids"] ("" = fine), or an internal error.
+func (s *server) checkChildren(ctx context.Context, id int64, kept, children []int64) (string, error) {
 	if len(children) == 0 {
 		return "", nil
 	}
 	if len(children) > MaxChildJobs {
 		return fmt.Sprintf("at most %d child jobs", MaxChildJobs), nil
 	}
-	// kids returns a job's children as stored, with id's replaced by the new list.
-	cache := map[int64][]int64{}
-	kids := func(jid int64) ([]int64, error) {
+	p := PrincipalFrom(ctx)
+	seesAll := p == nil || p.AllGroups()
+	cache := map[int64]*childInfo{}
+	groups := map[string]bool{}
+	// info reads job jid once, with id's children replaced by the new list.
+	info := func(jid int64) (*childInfo, error) {
 		if jid == id && id != 0 {
-			return children, nil
+			return &childInfo{found: true, visible: true, kids: children}, nil
 		}
-		if c, ok := cache[jid]; ok {
-			return c, nil
+		if in, ok := cache[jid]; ok {
+			return in, nil
 		}
+		in := &childInfo{}
 		j, err := s.store.GetJob(ctx, jid)
-		if err != nil {
-			return nil, err
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("read child job %d: %w", jid, err)
+		default:
+			in.found, in.kids = true, j.ChildJobIDs
+			visible, ok := groups[j.Group]
+			if !ok {
+				if visible, err = s.groupVisible(ctx, j.Group); err != nil {
+					return nil, fmt.Errorf("read the group of child job %d: %w", jid, err)
+				}
+				groups[j.Group] = visible
+			}
+			in.visible = visible
 		}
-		cache[jid] = j.ChildJobIDs
-		return j.ChildJobIDs, nil
+		cache[jid] = in
+		return in, nil
 	}
 	for _, c := range children {
 		if c <= 0 {
@@ -782,11 +814,17 @@ func (s *server) checkChildren(ctx context.Context, id int64, children []int64) 
 		if c == id {
 			return fmt.Sprintf("cycle %d → %d", id, id), nil
 		}
-		if _, err := kids(c); errors.Is(err, store.ErrNotFound) {
-			return fmt.Sprintf("job %d does not exist", c), nil
-		} else if err != nil {
-			return "", fmt.Errorf("read child job %d: %w", c, err)
+		in, err := info(c)
+		if err != nil {
+			return "", err
 		}
+		if in.found && in.visible {
+			continue
+		}
+		if !seesAll && slices.Contains(kept, c) {
+			continue
+		}
+		return fmt.Sprintf("job %d does not exist", c), nil
 	}
 	if id == 0 {
 		return "", nil // nothing refers to a new job yet: no cycle can pass through it
@@ -797,14 +835,12 @@ func (s *server) checkChildren(ctx context.Context, id int64, children []int64) 
 	var visit func(jid int64) (bool, error)
 	visit = func(jid int64) (bool, error) {
 		path = append(path, jid)
-		ks, err := kids(jid)
-		if errors.Is(err, store.ErrNotFound) {
-			ks, err = nil, nil // a stale child id of another job leads nowhere
-		}
+		in, err := info(jid)
 		if err != nil {
-			return false, fmt.Errorf("read child job %d: %w", jid, err)
+			return false, err
 		}
-		for _, k := range ks {
+		// A stale child id of another job (not found) has no children: it leads nowhere.
+		for _, k := range in.kids {
 			if k == id {
 				path = append(path, k)
 				return true, nil
@@ -824,9 +860,14 @@ func (s *server) checkChildren(ctx context.Context, id int64, children []int64) 
 	if err != nil || !found {
 		return "", err
 	}
-	parts := make([]string, len(path))
-	for i, p := range path {
-		parts[i] = strconv.FormatInt(p, 10)
+	parts := make([]string, 0, len(path))
+	for i, jid := range path {
+		// Every job on the path was read (id itself is the caller's).
+		if jid == id || cache[jid].visible {
+			parts = append(parts, strconv.FormatInt(jid, 10))
+		} else if i > 0 && parts[len(parts)-1] != "…" {
+			parts = append(parts, "…")
+		}
 	}
 	return "cycle " + strings.Join(parts, " → "), nil
 }

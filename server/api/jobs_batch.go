@@ -80,7 +80,7 @@ func (s *server) createJobBatch(w http.ResponseWriter, r *http.Request) error {
 	bad := map[string]string{}
 	names := map[[2]string]int{}
 	for i, jr := range req.Jobs {
-		j, ws, err := s.validJob(ctx, 0, jr)
+		j, ws, err := s.validJob(ctx, 0, nil, jr)
 		var ve *ValidationError
 		switch {
 		case errors.As(err, &ve):

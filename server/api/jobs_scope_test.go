@@ -190,3 +190,30 @@ func (b *bundle) doForm(path, token string, form url.Values) (int, []byte) {
 	require.NoError(b.t, err)
 	return resp.StatusCode, raw
 }
+
+// TestCompatUpdateOfHiddenJob: /jobinfo/update of a job outside the
+// caller's groups answers as for an id that does not exist, whatever the
+// rest of the request holds.
+func TestCompatUpdateOfHiddenJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	hidden := b.jobIn("secret", "hidden")
+	op := b.operatorOf("op", "default")
+	for _, form := range []url.Values{
+		{},
+		{"jobGroup": {strconv.FormatInt(b.groupID("default"), 10)}, "jobDesc": {"x"}, "jobCron": {"not cron"}},
+	} {
+		for _, id := range []int64{hidden.ID, 99999} {
+			f := url.Values{"id": {strconv.FormatInt(id, 10)}}
+			for k, v := range form {
+				f[k] = v
+			}
+			code, msg := b.compat("/jobinfo/update", op, f)
+			require.EqualValues(t, 500, code)
+			require.Equal(t, fmt.Sprintf("job %d not found", id), msg, "%v", f)
+		}
+	}
+	var got api.Job
+	b.doJSON(http.MethodGet, fmt.Sprintf("/api/v1/jobs/%d", hidden.ID), b.token, nil, http.StatusOK, &got)
+	require.EqualValues(t, 1, got.Revision)
+}

@@ -37,8 +37,6 @@ type Store interface {
 	auth.Store
 	userStore
 
-	EnsureGroup(ctx context.Context, appName, title string) (*store.Group, error)
-
 	CreateJob(ctx context.Context, j *store.Job) error
 	GetJob(ctx context.Context, id int64) (*store.Job, error)
 	ChildJobIDs(ctx context.Context, jobIDs []int64) (map[int64][]int64, error)

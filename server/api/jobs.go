@@ -302,8 +302,9 @@ func (s *server) createJob(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// saveNewJob validates req, stores the job and signals the leader. The
-// warnings are about a valid job that cannot fire yet.
+// saveNewJob validates req, stores the job (and its group, when new, in the
+// same transaction) and signals the leader. The warnings are about a valid
+// job that cannot fire yet.
 func (s *server) saveNewJob(ctx context.Context, req JobRequest) (*store.Job, []string, error) {
 	j, warnings, err := s.validJob(ctx, 0, nil, req)
 	if err != nil {
@@ -311,9 +312,6 @@ func (s *server) saveNewJob(ctx context.Context, req JobRequest) (*store.Job, []
 	}
 	if err := s.checkJobGroup(ctx, j.Group); err != nil {
 		return nil, nil, err
-	}
-	if _, err := s.store.EnsureGroup(ctx, j.Group, j.Group); err != nil {
-		return nil, nil, fmt.Errorf("ensure group %q: %w", j.Group, err)
 	}
 	if err := s.storeNewJob(ctx, j); err != nil {
 		if errors.Is(err, store.ErrConflict) {
@@ -362,8 +360,8 @@ func (s *server) updateJob(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// saveJob validates req as the new content of job id, stores it and
-// signals the leader.
+// saveJob validates req as the new content of job id, stores it (and its
+// group, when new, in the same transaction) and signals the leader.
 func (s *server) saveJob(ctx context.Context, id int64, req JobRequest) (*store.Job, []string, error) {
 	old, err := s.visibleJob(ctx, id)
 	if err != nil {
@@ -375,9 +373,6 @@ func (s *server) saveJob(ctx context.Context, id int64, req JobRequest) (*store.
 	}
 	if err := s.checkJobGroup(ctx, j.Group); err != nil {
 		return nil, nil, err
-	}
-	if _, err := s.store.EnsureGroup(ctx, j.Group, j.Group); err != nil {
-		return nil, nil, fmt.Errorf("ensure group %q: %w", j.Group, err)
 	}
 	j.ID = id
 	j.CreatedAt = old.CreatedAt

@@ -30,7 +30,7 @@ const (
 // batchStore is what creating jobs in batches needs from the store (part
 // of Store).
 type batchStore interface {
-	CreateJobsBy(ctx context.Context, jobs []*store.Job, savedBy string) error
+	CreateJobsWithGroupsBy(ctx context.Context, jobs []*store.Job, savedBy string) error
 	InsertAudits(ctx context.Context, entries []*store.AuditEntry) error
 }
 
@@ -58,8 +58,9 @@ type JobBatchResponse struct {
 // validated as POST /api/v1/jobs validates one, and the batch is stored all
 // or nothing: one invalid job (400, its fields named "jobs[i].field"), one
 // group outside the caller's grants (403) or one name already taken (409)
-// stores none. The jobs are stored in one SQL transaction, audited one
-// entry each, and the leader gets one signal transaction for the batch.
+// stores none. The jobs, and the new groups they name, are stored in one
+// SQL transaction, audited one entry each, and the leader gets one signal
+// transaction for the batch.
 func (s *server) createJobBatch(w http.ResponseWriter, r *http.Request) error {
 	var req JobBatchRequest
 	if err := decodeJSON(r, &req, true); err != nil {
@@ -117,12 +118,9 @@ func (s *server) createJobBatch(w http.ResponseWriter, r *http.Request) error {
 			}
 			return err
 		}
-		if _, err := s.store.EnsureGroup(ctx, j.Group, j.Group); err != nil {
-			return fmt.Errorf("ensure group %q: %w", j.Group, err)
-		}
 		groups[j.Group] = true
 	}
-	if err := s.store.CreateJobsBy(ctx, jobs, savedBy(ctx)); err != nil {
+	if err := s.store.CreateJobsWithGroupsBy(ctx, jobs, savedBy(ctx)); err != nil {
 		var be *store.JobBatchError
 		if errors.As(err, &be) && errors.Is(err, store.ErrConflict) {
 			j := jobs[be.Index]

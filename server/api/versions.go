@@ -14,8 +14,8 @@ import (
 // versionStore is what saving a job with its author and reading a job's
 // saved versions need from the store (part of Store).
 type versionStore interface {
-	CreateJobBy(ctx context.Context, j *store.Job, savedBy string) error
-	UpdateJobBy(ctx context.Context, j *store.Job, savedBy string) error
+	CreateJobWithGroupBy(ctx context.Context, j *store.Job, savedBy string) error
+	UpdateJobWithGroupBy(ctx context.Context, j *store.Job, savedBy string) error
 	ListJobVersions(ctx context.Context, jobID int64, p store.Page) ([]store.JobVersion, int, error)
 }
 
@@ -84,14 +84,16 @@ func savedBy(ctx context.Context) string {
 	return userName(ctx)
 }
 
-// storeNewJob stores the new job j and its first version, saved by the
-// context's user.
+// storeNewJob stores the new job j, its first version, saved by the
+// context's user, and its group when no group has its name yet, all in
+// one transaction.
 func (s *server) storeNewJob(ctx context.Context, j *store.Job) error {
-	return s.store.CreateJobBy(ctx, j, savedBy(ctx))
+	return s.store.CreateJobWithGroupBy(ctx, j, savedBy(ctx))
 }
 
-// storeJobUpdate stores the update of j and its new version, saved by the
-// context's user.
+// storeJobUpdate stores the update of j, its new version, saved by the
+// context's user, and its group when no group has its name yet, all in
+// one transaction.
 func (s *server) storeJobUpdate(ctx context.Context, j *store.Job) error {
-	return s.store.UpdateJobBy(ctx, j, savedBy(ctx))
+	return s.store.UpdateJobWithGroupBy(ctx, j, savedBy(ctx))
 }

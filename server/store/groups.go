@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -12,18 +14,42 @@ import (
 // EnsureGroup creates the group (address type auto) if no group has this
 // appname; it returns the stored group.
 func (s *Store) EnsureGroup(ctx context.Context, appName, title string) (*Group, error) {
-	t := now()
+	if err := s.insertGroupIfMissing(ctx, s.db, appName, title, now()); err != nil {
+		return nil, wrap(err, "ensure group %q", appName)
+	}
+	return s.GroupByName(ctx, appName)
+}
+
+// insertGroupIfMissing inserts group appName (address type auto) on db
+// unless a group has this appname already.
+func (s *Store) insertGroupIfMissing(ctx context.Context, db bun.IDB, appName, title string, t time.Time) error {
 	row := groupRow{AppName: appName, Title: title, AddressType: AddressAuto, CreatedAt: t, UpdatedAt: t}
-	q := s.db.NewInsert().Model(&row).Column("appname", "title", "address_type", "addresses", "created_at", "updated_at")
+	q := db.NewInsert().Model(&row).Column("appname", "title", "address_type", "addresses", "created_at", "updated_at")
 	if s.dialect == schema.MySQL {
 		q = q.On("DUPLICATE KEY UPDATE").Set("id = id")
 	} else {
 		q = q.On("CONFLICT (appname) DO NOTHING")
 	}
-	if _, err := q.Exec(ctx); err != nil {
-		return nil, wrap(err, "ensure group %q", appName)
+	_, err := q.Exec(ctx)
+	return err
+}
+
+// ensureJobGroups creates in tx, as EnsureGroup does (titled by their
+// appname), the groups that jobs name and that do not exist yet, in
+// appname order (so that concurrent transactions take their locks in one
+// order).
+func (s *Store) ensureJobGroups(ctx context.Context, tx bun.Tx, jobs []*Job, t time.Time) error {
+	names := make([]string, 0, len(jobs))
+	for _, j := range jobs {
+		names = append(names, j.Group)
 	}
-	return s.GroupByName(ctx, appName)
+	slices.Sort(names)
+	for _, name := range slices.Compact(names) {
+		if err := s.insertGroupIfMissing(ctx, tx, name, name, t); err != nil {
+			return wrap(err, "ensure group %q", name)
+		}
+	}
+	return nil
 }
 
 // CreateGroup inserts g (sets ID, CreatedAt, UpdatedAt; an empty

@@ -33,6 +33,18 @@ func (e *JobBatchError) Unwrap() error { return e.Err }
 // IDs, revisions and timestamps are written back into the jobs. A job that
 // cannot be stored fails the batch with a *JobBatchError naming it.
 func (s *Store) CreateJobsBy(ctx context.Context, jobs []*Job, savedBy string) error {
+	return s.createJobs(ctx, jobs, savedBy, false)
+}
+
+// CreateJobsWithGroupsBy is CreateJobsBy that also creates, in the same
+// transaction, every group the jobs name that does not exist yet (as
+// EnsureGroup does, titled by its appname): a batch that fails leaves no
+// new group behind either.
+func (s *Store) CreateJobsWithGroupsBy(ctx context.Context, jobs []*Job, savedBy string) error {
+	return s.createJobs(ctx, jobs, savedBy, true)
+}
+
+func (s *Store) createJobs(ctx context.Context, jobs []*Job, savedBy string, withGroups bool) error {
 	if len(jobs) == 0 {
 		return nil
 	}
@@ -43,6 +55,11 @@ func (s *Store) CreateJobsBy(ctx context.Context, jobs []*Job, savedBy string) e
 	cols := append(append([]string{}, jobWriteColumns...), "revision", "created_at", "updated_at")
 	rows := make([]jobRow, len(jobs))
 	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if withGroups {
+			if err := s.ensureJobGroups(ctx, tx, jobs, t); err != nil {
+				return err
+			}
+		}
 		versions := make([]jobVersionRow, len(jobs))
 		for i, j := range jobs {
 			rows[i] = jobRowOf(j)

@@ -67,6 +67,67 @@ func runJobBatchSuite(t *testing.T, open func(t *testing.T) *store.Store) {
 		require.ErrorContains(t, err, "at most")
 	})
 
+	t.Run("WithGroups", func(t *testing.T) {
+		t.Parallel()
+		ctx := testCtx(t)
+		s := open(t)
+		groupNames := func() []string {
+			groups, err := s.ListGroups(ctx)
+			require.NoError(t, err)
+			var names []string
+			for _, g := range groups {
+				names = append(names, g.AppName)
+			}
+			return names
+		}
+		in := func(name, group string) *store.Job {
+			j := newJob(name)
+			j.Group = group
+			return j
+		}
+		// A job stored without its group, as before groups were kept:
+		// its name is taken in "orphan", which has no group row.
+		require.NoError(t, s.CreateJob(ctx, in("taken", "orphan")))
+		_, err := s.EnsureGroup(ctx, "kept", "Kept title")
+		require.NoError(t, err)
+
+		// A failed batch, a failed create and a failed update create no group.
+		err = s.CreateJobsWithGroupsBy(ctx, []*store.Job{in("a", "fresh-1"), in("b", "orphan"), in("taken", "orphan")}, "")
+		var be *store.JobBatchError
+		require.ErrorAs(t, err, &be)
+		require.Equal(t, 2, be.Index)
+		require.ErrorIs(t, err, store.ErrConflict)
+		require.ErrorIs(t, s.CreateJobWithGroupBy(ctx, in("taken", "orphan"), ""), store.ErrConflict)
+		other := in("other", "kept")
+		require.NoError(t, s.CreateJobWithGroupBy(ctx, other, ""))
+		moved := *other
+		moved.Name, moved.Group = "taken", "orphan"
+		require.ErrorIs(t, s.UpdateJobWithGroupBy(ctx, &moved, ""), store.ErrConflict)
+		require.Equal(t, []string{"kept"}, groupNames(), "no group of a failed save")
+
+		// Successful saves create the missing groups, titled by their
+		// appname, and leave existing ones as they are.
+		require.NoError(t, s.CreateJobsWithGroupsBy(ctx,
+			[]*store.Job{in("a", "fresh-2"), in("b", "fresh-1"), in("c", "fresh-2"), in("d", "kept")}, "alice"))
+		require.NoError(t, s.CreateJobWithGroupBy(ctx, in("e", "fresh-3"), ""))
+		moved = *other
+		moved.Group = "fresh-4"
+		require.NoError(t, s.UpdateJobWithGroupBy(ctx, &moved, ""))
+		require.Equal(t, []string{"fresh-1", "fresh-2", "fresh-3", "fresh-4", "kept"}, groupNames())
+		g, err := s.GroupByName(ctx, "fresh-2")
+		require.NoError(t, err)
+		require.Equal(t, "fresh-2", g.Title)
+		require.Equal(t, store.AddressAuto, g.AddressType)
+		g, err = s.GroupByName(ctx, "kept")
+		require.NoError(t, err)
+		require.Equal(t, "Kept title", g.Title)
+
+		// The plain methods still leave groups alone.
+		require.NoError(t, s.CreateJobsBy(ctx, []*store.Job{in("f", "plain")}, ""))
+		_, err = s.GroupByName(ctx, "plain")
+		require.ErrorIs(t, err, store.ErrNotFound)
+	})
+
 	t.Run("ForEnabledJobs", func(t *testing.T) {
 		t.Parallel()
 		ctx := testCtx(t)

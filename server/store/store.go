@@ -252,11 +252,28 @@ func (s *Store) CreateJob(ctx context.Context, j *Job) error {
 // CreateJobBy is CreateJob recording savedBy (a user name) as the author of
 // the first version, in the same transaction as the job.
 func (s *Store) CreateJobBy(ctx context.Context, j *Job, savedBy string) error {
+	return s.createJob(ctx, j, savedBy, false)
+}
+
+// CreateJobWithGroupBy is CreateJobBy that also creates the job's group,
+// as EnsureGroup does (titled by its appname), when no group has that
+// appname yet, in the same transaction: a job that cannot be stored
+// leaves no new group behind.
+func (s *Store) CreateJobWithGroupBy(ctx context.Context, j *Job, savedBy string) error {
+	return s.createJob(ctx, j, savedBy, true)
+}
+
+func (s *Store) createJob(ctx context.Context, j *Job, savedBy string, withGroup bool) error {
 	t := now()
 	row := jobRowOf(j)
 	row.Revision, row.CreatedAt, row.UpdatedAt = 1, t, t
 	cols := append(append([]string{}, jobWriteColumns...), "revision", "created_at", "updated_at")
 	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if withGroup {
+			if err := s.ensureJobGroups(ctx, tx, []*Job{j}, t); err != nil {
+				return err
+			}
+		}
 		q := tx.NewInsert().Model(&row).Column(cols...)
 		if s.dialect != schema.MySQL {
 			q = q.Returning("id")
@@ -293,11 +310,28 @@ func (s *Store) UpdateJob(ctx context.Context, j *Job) error {
 // UpdateJobBy is UpdateJob recording savedBy (a user name) as the author of
 // the new version, in the same transaction as the update.
 func (s *Store) UpdateJobBy(ctx context.Context, j *Job, savedBy string) error {
+	return s.updateJob(ctx, j, savedBy, false)
+}
+
+// UpdateJobWithGroupBy is UpdateJobBy that also creates the job's group,
+// as EnsureGroup does (titled by its appname), when no group has that
+// appname yet, in the same transaction: an update that cannot be stored
+// leaves no new group behind.
+func (s *Store) UpdateJobWithGroupBy(ctx context.Context, j *Job, savedBy string) error {
+	return s.updateJob(ctx, j, savedBy, true)
+}
+
+func (s *Store) updateJob(ctx context.Context, j *Job, savedBy string, withGroup bool) error {
 	t := now()
 	row := jobRowOf(j)
 	row.UpdatedAt = t
 	var stored jobRow
 	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if withGroup {
+			if err := s.ensureJobGroups(ctx, tx, []*Job{j}, t); err != nil {
+				return err
+			}
+		}
 		q := tx.NewUpdate().Model(&row).Column(jobWriteColumns...).Column("updated_at").
 			Set("revision = revision + 1").
 			Where("id = ?", j.ID)

@@ -30,6 +30,9 @@ func (s *server) groupRoutes(r *mux.Router, v1 string) {
 // appNamePattern is xxl-job's appname rule: 4 to 64 of [a-zA-Z0-9_-].
 var appNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{4,64}$`)
 
+// appNameRule is appNamePattern in words.
+const appNameRule = "appname must be 4 to 64 characters of a-z, A-Z, 0-9, _ and -"
+
 // Group limits.
 const (
 	maxGroupTitleChars = 255
@@ -70,7 +73,7 @@ func GroupFromRequest(req GroupRequest) (*store.Group, error) {
 		AddressType: strings.TrimSpace(req.AddressType),
 	}
 	if !appNamePattern.MatchString(g.AppName) {
-		fields["appname"] = "appname must be 4 to 64 characters of a-z, A-Z, 0-9, _ and -"
+		fields["appname"] = appNameRule
 	}
 	if g.Title == "" {
 		g.Title = g.AppName

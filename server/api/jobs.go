@@ -105,6 +105,8 @@ func (s *server) jobFromRequest(ctx context.Context, req JobRequest) (*store.Job
 	}
 	if utf8.RuneCountInString(j.Group) > MaxGroupChars {
 		fields["group"] = fmt.Sprintf("group is longer than %d characters", MaxGroupChars)
+	} else if err := s.checkNewGroup(ctx, j.Group, fields); err != nil {
+		return nil, nil, err
 	}
 
 	if j.ScheduleType == "" {
@@ -189,6 +191,40 @@ func (s *server) jobFromRequest(ctx context.Context, req JobRequest) (*store.Job
 		return nil, nil, &ValidationError{Message: "invalid job", Fields: fields}
 	}
 	return j, warnings, nil
+}
+
+// checkNewGroup records under fields["group"] a group name that would
+// create a group (no group has it, no live node registers it, and the
+// caller may create groups) but breaks the appname rule of POST
+// /api/v1/groups, under which such a group could not be edited afterwards.
+// An existing group keeps working whatever its name (older ones, or one a
+// node registered: its group is created as the node is seen, so a live
+// node's group counts as existing). A caller restricted to its groups is
+// not told here: saving into a group it has no grant for is its 403, the
+// same for a group that exists and one that does not.
+func (s *server) checkNewGroup(ctx context.Context, name string, fields map[string]string) error {
+	if appNamePattern.MatchString(name) || strings.ContainsRune(name, 0) {
+		return nil // a NUL is checkNUL's, and no database can look it up
+	}
+	if p := PrincipalFrom(ctx); p != nil && !p.AllGroups() {
+		return nil
+	}
+	_, err := s.store.GroupByName(ctx, name)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("read group %q: %w", name, err)
+	}
+	nodes, err := s.validationNodes(ctx)
+	if err != nil {
+		return err
+	}
+	if slices.ContainsFunc(nodes, func(n cluster.NodeInfo) bool { return n.Group == name }) {
+		return nil
+	}
+	fields["group"] = fmt.Sprintf("group %q does not exist, and a new group's %s", name, appNameRule)
+	return nil
 }
 
 // checkCatalog validates job j, whose handler no live node of its group

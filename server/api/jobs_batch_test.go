@@ -22,12 +22,12 @@ func TestJobBatchCreates(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	other := batchJob("in-ops")
-	other["group"] = "ops"
+	other["group"] = "ops-team"
 	body := map[string]any{"jobs": []any{batchJob("a"), batchJob("b"), other}}
 	var out api.JobBatchResponse
 	b.doJSON(http.MethodPost, "/api/v1/jobs/batch", b.token, body, http.StatusCreated, &out)
 	require.Len(t, out.Items, 3)
-	for i, want := range []struct{ name, group string }{{"a", "default"}, {"b", "default"}, {"in-ops", "ops"}} {
+	for i, want := range []struct{ name, group string }{{"a", "default"}, {"b", "default"}, {"in-ops", "ops-team"}} {
 		it := out.Items[i]
 		require.Equal(t, want.name, it.Name, "items in request order")
 		require.Equal(t, want.group, it.Group)
@@ -45,7 +45,7 @@ func TestJobBatchCreates(t *testing.T) {
 		require.Equal(t, 1, n)
 		require.Equal(t, "admin", vs[0].SavedBy)
 	}
-	_, err := b.store.GroupByName(b.ctx, "ops")
+	_, err := b.store.GroupByName(b.ctx, "ops-team")
 	require.NoError(t, err, "a new group is ensured as for one job")
 
 	// One audit entry per job, as POST /api/v1/jobs writes, and none for

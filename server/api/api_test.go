@@ -485,7 +485,7 @@ func TestInvalidInputWritesNothing(t *testing.T) {
 	}{
 		{"bad cron", with("schedule", "61 * * * *"), 400, "schedule", "invalid cron expression"},
 		{"empty schedule", with("schedule", nil), 400, "schedule", "empty"},
-		{"unknown schedule type", with("schedule_type", "quartz"), 400, "schedule", "unknown schedule type"},
+		{"unknown schedule type", with("schedule_type", "quartz"), 400, "schedule_type", "unknown schedule type"},
 		{"unknown handler", with("handler", "nope"), 400, "handler", `unknown handler "nope": no node has ever offered it (known: http, shell)`},
 		{"missing handler", with("handler", nil), 400, "handler", "required"},
 		{"missing name", with("name", nil), 400, "name", "required"},

@@ -75,10 +75,11 @@ func parsePage(r *http.Request) (store.Page, error) {
 	return p, nil
 }
 
-// jobFromRequest validates req and builds the job it describes. Validation
-// problems come back as one *ValidationError listing every bad field; any
-// other error (etcd unreachable) is internal. It reads etcd and writes nothing.
-func (s *server) jobFromRequest(ctx context.Context, req JobRequest) (*store.Job, []string, error) {
+// jobFromRequest validates req as a new job (old nil) or the new content of
+// job old, and builds the job it describes. Validation problems come back
+// as one *ValidationError listing every bad field; any other error (etcd
+// unreachable) is internal. It reads etcd and writes nothing.
+func (s *server) jobFromRequest(ctx context.Context, req JobRequest, old *store.Job) (*store.Job, []string, error) {
 	fields := map[string]string{}
 	j := &store.Job{
 		Name:           strings.TrimSpace(req.Name),
@@ -119,10 +120,21 @@ func (s *server) jobFromRequest(ctx context.Context, req JobRequest) (*store.Job
 			tz = "" // still check the schedule itself
 		}
 	}
-	if sched, err := schedule.Parse(j.ScheduleType, j.Schedule, tz, s.loc); err != nil {
+	if sched, err := schedule.Parse(j.ScheduleType, j.Schedule, tz, s.loc); errors.Is(err, schedule.ErrUnknownType) {
+		fields["schedule_type"] = err.Error()
+	} else if err != nil {
 		fields["schedule"] = err.Error()
 	} else if err := schedule.CheckFuture(sched, s.now()); err != nil {
 		fields["schedule"] = err.Error()
+	} else if j.ScheduleType == schedule.TypeNone && j.Schedule != "" {
+		if old != nil && old.ScheduleType == schedule.TypeNone && old.Schedule == j.Schedule {
+			// A none job stored with a schedule before one was refused,
+			// sent back as read (GET then PUT, /jobinfo/start): not new
+			// input, so it is dropped rather than refused.
+			j.Schedule = ""
+		} else {
+			fields["schedule"] = "schedule must be empty for schedule_type none (a none job fires only when triggered or as a child job)"
+		}
 	}
 	checkNUL(fields, map[string]string{"name": req.Name, "group": req.Group, "schedule_type": req.ScheduleType,
 		"schedule": req.Schedule, "timezone": req.Timezone, "handler": req.Handler, "description": req.Description,
@@ -288,15 +300,19 @@ func decodeJob(r *http.Request) (JobRequest, error) {
 	return req, nil
 }
 
-// validJob validates req as the new content of job id (0 for a new job),
-// whose stored children are kept (nil for a new job): every field
-// (jobFromRequest) and the child jobs (checkChildren), one
-// *ValidationError listing every bad field.
-func (s *server) validJob(ctx context.Context, id int64, kept []int64, req JobRequest) (*store.Job, []string, error) {
-	j, warnings, err := s.jobFromRequest(ctx, req)
+// validJob validates req as a new job (old nil) or the new content of the
+// stored job old: every field (jobFromRequest) and the child jobs
+// (checkChildren), one *ValidationError listing every bad field.
+func (s *server) validJob(ctx context.Context, old *store.Job, req JobRequest) (*store.Job, []string, error) {
+	j, warnings, err := s.jobFromRequest(ctx, req, old)
 	var ve *ValidationError
 	if err != nil && !errors.As(err, &ve) {
 		return nil, nil, err
+	}
+	var id int64
+	var kept []int64
+	if old != nil {
+		id, kept = old.ID, old.ChildJobIDs
 	}
 	msg, cerr := s.checkChildren(ctx, id, kept, req.ChildJobIDs)
 	if cerr != nil {
@@ -342,7 +358,7 @@ func (s *server) createJob(w http.ResponseWriter, r *http.Request) error {
 // same transaction) and signals the leader. The warnings are about a valid
 // job that cannot fire yet.
 func (s *server) saveNewJob(ctx context.Context, req JobRequest) (*store.Job, []string, error) {
-	j, warnings, err := s.validJob(ctx, 0, nil, req)
+	j, warnings, err := s.validJob(ctx, nil, req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -403,7 +419,7 @@ func (s *server) saveJob(ctx context.Context, id int64, req JobRequest) (*store.
 	if err != nil {
 		return nil, nil, err
 	}
-	j, warnings, err := s.validJob(ctx, id, old.ChildJobIDs, req)
+	j, warnings, err := s.validJob(ctx, old, req)
 	if err != nil {
 		return nil, nil, err
 	}

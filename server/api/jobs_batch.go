@@ -81,7 +81,7 @@ func (s *server) createJobBatch(w http.ResponseWriter, r *http.Request) error {
 	bad := map[string]string{}
 	names := map[[2]string]int{}
 	for i, jr := range req.Jobs {
-		j, ws, err := s.validJob(ctx, 0, nil, jr)
+		j, ws, err := s.validJob(ctx, nil, jr)
 		var ve *ValidationError
 		switch {
 		case errors.As(err, &ve):

@@ -94,8 +94,17 @@ export interface JobListItem extends Job {
 
 export const listJobs = (f: JobFilter) => api<Page<JobListItem>>('/jobs', { query: { ...f } });
 export const getJob = (id: number) => api<Job>(`/jobs/${id}`);
-export const createJob = (j: JobInput) => api<Job>('/jobs', { method: 'POST', body: j });
-export const updateJob = (id: number, j: JobInput) => api<Job>(`/jobs/${id}`, { method: 'PUT', body: j });
+/**
+ * forSave is the body the API takes for j: a none job has no schedule (the
+ * API refuses one), while the form keeps the text of its schedule input,
+ * disabled for none, and a job or version stored before may carry one.
+ */
+export function forSave(j: JobInput): JobInput {
+  return j.schedule_type === 'none' && j.schedule !== '' ? { ...j, schedule: '' } : j;
+}
+
+export const createJob = (j: JobInput) => api<Job>('/jobs', { method: 'POST', body: forSave(j) });
+export const updateJob = (id: number, j: JobInput) => api<Job>(`/jobs/${id}`, { method: 'PUT', body: forSave(j) });
 export const deleteJob = (id: number) => api<void>(`/jobs/${id}`, { method: 'DELETE' });
 
 export interface TriggerInput {

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -36,7 +38,8 @@ type batchStore interface {
 
 var _ batchStore = (*store.Store)(nil)
 
-// JobBatchRequest is the body of POST /api/v1/jobs/batch.
+// JobBatchRequest is the body of POST /api/v1/jobs/batch (read job by job:
+// jobBatchEnvelope).
 type JobBatchRequest struct {
 	Jobs []JobRequest `json:"jobs"`
 }
@@ -62,7 +65,7 @@ type JobBatchResponse struct {
 // SQL transaction, audited one entry each, and the leader gets one signal
 // transaction for the batch.
 func (s *server) createJobBatch(w http.ResponseWriter, r *http.Request) error {
-	var req JobBatchRequest
+	var req jobBatchEnvelope
 	if err := decodeJSON(r, &req, true); err != nil {
 		if errors.Is(err, errEmptyBody) {
 			return &ValidationError{Message: "request body is empty"}
@@ -80,7 +83,11 @@ func (s *server) createJobBatch(w http.ResponseWriter, r *http.Request) error {
 	warnings := make([][]string, len(req.Jobs))
 	bad := map[string]string{}
 	names := map[[2]string]int{}
-	for i, jr := range req.Jobs {
+	for i, raw := range req.Jobs {
+		jr, ok := decodeBatchJob(i, raw, bad)
+		if !ok {
+			continue
+		}
 		j, ws, err := s.validJob(ctx, nil, jr)
 		var ve *ValidationError
 		switch {
@@ -138,6 +145,41 @@ func (s *server) createJobBatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusCreated, out)
 	return nil
+}
+
+// jobBatchEnvelope is a JobBatchRequest whose jobs are decoded one by one
+// (decodeBatchJob), so that a problem of job i is named "jobs[i].field".
+type jobBatchEnvelope struct {
+	Jobs []json.RawMessage `json:"jobs"`
+}
+
+// decodeBatchJob decodes job i of a batch as POST /api/v1/jobs decodes its
+// body (unknown fields refused), recording its problems in bad under
+// "jobs[i].<field>", or "jobs[i]" when it is not a JSON object. ok is
+// false when it could not be decoded.
+func decodeBatchJob(i int, raw json.RawMessage, bad map[string]string) (req JobRequest, ok bool) {
+	name := fmt.Sprintf("jobs[%d]", i)
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+		bad[name] = name + " must be a JSON object"
+		return req, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&req)
+	if err == nil {
+		return req, true
+	}
+	var ve *ValidationError
+	if !errors.As(jsonError(err), &ve) || len(ve.Fields) == 0 {
+		// raw is one complete JSON value (the body decoded): an object
+		// that cannot fail otherwise, but say what failed if it does.
+		bad[name] = strings.TrimPrefix(err.Error(), "json: ")
+		return req, false
+	}
+	for f, msg := range ve.Fields {
+		bad[name+"."+f] = msg
+	}
+	return req, false
 }
 
 // auditBatch writes one "create" audit entry per job of a stored batch,

@@ -104,3 +104,42 @@ func TestJobBatchAllOrNothing(t *testing.T) {
 	require.NotEmpty(t, e.Error)
 	require.Equal(t, 1, b.jobTotal())
 }
+
+// TestJobBatchDecodeErrorsNameTheJob: a JSON type error or an unknown
+// field in one job of a batch is named "jobs[i].field", like every other
+// problem of that job, and reported with the other jobs' problems.
+func TestJobBatchDecodeErrorsNameTheJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	bad := batchJob("bad")
+	bad["schedule"] = "not a schedule"
+	for _, c := range []struct {
+		body string
+		want map[string]string
+	}{
+		{`{"jobs":[{"name":"ok","schedule":"*/5 * * * *","handler":"shell"},{"name":5}]}`,
+			map[string]string{"jobs[1].name": "must be a string, not number"}},
+		{`{"jobs":[{"name":"ok","schedule":"*/5 * * * *","handler":"shell"},{"name":"x","bogus":1}]}`,
+			map[string]string{"jobs[1].bogus": "unknown field"}},
+		{`{"jobs":[{"name":"ok","schedule":"*/5 * * * *","handler":"shell"},{"name":"x","enabled":"yes"}]}`,
+			map[string]string{"jobs[1].enabled": "must be a boolean, not string"}},
+		{`{"jobs":[5,null,"x",[]]}`, map[string]string{"jobs[0]": "jobs[0] must be a JSON object",
+			"jobs[1]": "jobs[1] must be a JSON object", "jobs[2]": "jobs[2] must be a JSON object",
+			"jobs[3]": "jobs[3] must be a JSON object"}},
+		{`{"jobs":[{"name":"bad","schedule":"not a schedule","handler":"shell"},{"retry_count":"3"}]}`,
+			map[string]string{"jobs[0].schedule": "", "jobs[1].retry_count": "must be an integer, not string"}},
+		{`{"jobs":5}`, map[string]string{"jobs": "must be an array, not number"}},
+		{`{"jobs":[{"name":"ok","schedule":"*/5 * * * *","handler":"shell"}],"bogus":1}`,
+			map[string]string{"bogus": "unknown field"}},
+	} {
+		e := b.errorOf(http.MethodPost, "/api/v1/jobs/batch", b.token, c.body, http.StatusBadRequest)
+		require.Len(t, e.Fields, len(c.want), "%s: %v", c.body, e.Fields)
+		for f, msg := range c.want {
+			require.Contains(t, e.Fields, f, c.body)
+			if msg != "" {
+				require.Equal(t, msg, e.Fields[f], c.body)
+			}
+		}
+	}
+	require.Zero(t, b.jobTotal())
+}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -387,6 +388,19 @@ func TestJobLifecycle(t *testing.T) {
 	once = cluster.OnceRequest{}
 	require.NoError(t, json.Unmarshal([]byte(v), &once))
 	require.JSONEq(t, `{"script":"echo override"}`, string(once.Params))
+	// The audit entry records the fire and the override, its secrets redacted.
+	b.doJSON(http.MethodPost, path+"/trigger", b.token, map[string]any{"params": map[string]any{
+		"script": "echo with env", "env": map[string]string{"DB_PASSWORD": "hunter2hunter2", "MODE": "fast"}}},
+		http.StatusAccepted, &accepted)
+	entries, _, err := b.store.FindAudit(b.ctx, store.AuditFilter{ObjectType: "job", ObjectID: strconv.FormatInt(created.ID, 10)},
+		store.Page{Page: 1, PageSize: 1})
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.Equal(t, "trigger", entries[0].Action)
+	require.JSONEq(t, `{"fire_id":"`+accepted.FireID+`","params":{"script":"echo with env",`+
+		`"env":{"DB_PASSWORD":"[redacted]","MODE":"fast"}}}`, string(entries[0].Diff))
+	require.NotContains(t, string(entries[0].Diff), "hunter2")
+	v, _ = b.etcdValue(b.keys.Once(created.ID))
 	b.doJSON(http.MethodGet, path, b.token, nil, http.StatusOK, &got)
 	require.Equal(t, int64(2), got.Revision, "an override does not change the job")
 	for _, bad := range []any{[]int{1}, "x", 3} {

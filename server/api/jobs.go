@@ -552,9 +552,23 @@ func (s *server) triggerJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The audit entry says which fire the request made, and what it ran
+	// with when that was not the job's own params or routing (the override
+	// is otherwise recorded nowhere but in the run's output). Secrets in it
+	// are redacted like a job's.
+	setAudit(r.Context(), func(a *auditRecord) {
+		a.diff = triggerAudit{FireID: res.FireID, Node: strings.TrimSpace(req.Node), Params: req.Params}
+	})
 	res.RunID = s.waitRun(r.Context(), res.FireID)
 	writeJSON(w, http.StatusAccepted, res)
 	return nil
+}
+
+// triggerAudit is the diff of a trigger's audit entry.
+type triggerAudit struct {
+	FireID string          `json:"fire_id"`
+	Node   string          `json:"node,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
 }
 
 // trigger validates a run-once-now request of job id and puts its once key.

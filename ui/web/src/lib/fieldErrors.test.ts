@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fieldErrorLines, mapFieldErrors } from './fieldErrors';
+import { fieldErrorLines, fieldPath, mapFieldErrors, mapNestedFieldErrors } from './fieldErrors';
 
 const form = ['name', 'schedule', 'handler', 'params', 'child_job_ids', 'alarm_emails'];
 
@@ -53,5 +53,19 @@ describe('fieldErrorLines', () => {
   it('keeps a message it cannot place', () => {
     expect(fieldErrorLines({ params: 'params must be an object' }, schema)).toEqual(['params must be an object']);
     expect(fieldErrorLines({ node: 'node n9 is not in the group' }, schema)).toEqual(['node: node n9 is not in the group']);
+  });
+});
+
+describe('fieldPath and mapNestedFieldErrors', () => {
+  it('splits dotted and indexed paths', () => {
+    expect(fieldPath('smtp.host')).toEqual(['smtp', 'host']);
+    expect(fieldPath('webhooks[1].url')).toEqual(['webhooks', 1, 'url']);
+    expect(fieldPath('admin_emails')).toEqual(['admin_emails']);
+    expect(fieldPath('group_emails.ops')).toEqual(['group_emails', 'ops']);
+  });
+  it('places known paths and returns the rest as lines', () => {
+    const m = mapNestedFieldErrors({ 'smtp.host': 'bad host', 'webhooks[0].url': 'bad url', weird: 'x' }, (p) => (p[0] === 'weird' ? null : p));
+    expect(m.form).toEqual([{ name: ['smtp', 'host'], errors: ['bad host'] }, { name: ['webhooks', 0, 'url'], errors: ['bad url'] }]);
+    expect(m.other).toEqual(['weird: x']);
   });
 });

@@ -70,3 +70,46 @@ export function fieldErrorLines(fields: Record<string, string> | undefined, sche
   const rest = params.length ? [] : m.form.flatMap((f) => f.errors);
   return [...params, ...rest, ...m.other];
 }
+
+export type NamePath = (string | number)[];
+
+/**
+ * fieldPath splits an API field path into an antd NamePath:
+ * "smtp.host" → ['smtp', 'host'], "webhooks[1].url" → ['webhooks', 1, 'url'].
+ */
+export function fieldPath(key: string): NamePath {
+  const out: NamePath = [];
+  for (const part of key.split('.')) {
+    const m = /^([^[\]]*)((?:\[\d+\])*)$/.exec(part);
+    if (!m) {
+      out.push(part);
+      continue;
+    }
+    if (m[1]) out.push(m[1]);
+    for (const i of m[2].matchAll(/\[(\d+)\]/g)) out.push(Number(i[1]));
+  }
+  return out;
+}
+
+/**
+ * mapNestedFieldErrors sorts the API's field errors onto a form with nested
+ * fields: place turns an API path into the form's NamePath, or null when
+ * the form has no field for it (those come back as lines in other).
+ */
+export function mapNestedFieldErrors(
+  fields: Record<string, string> | undefined,
+  place: (path: NamePath, key: string) => NamePath | null,
+): { form: { name: NamePath; errors: string[] }[]; other: string[] } {
+  const out: { form: { name: NamePath; errors: string[] }[]; other: string[] } = { form: [], other: [] };
+  for (const [key, msg] of Object.entries(fields ?? {})) {
+    const name = place(fieldPath(key), key);
+    if (!name) {
+      out.other.push(`${key}: ${msg}`);
+      continue;
+    }
+    const existing = out.form.find((f) => f.name.join('\u0000') === name.join('\u0000'));
+    if (existing) existing.errors.push(msg);
+    else out.form.push({ name, errors: [msg] });
+  }
+  return out;
+}

@@ -66,7 +66,7 @@ describe('what each role is offered', () => {
 
   it('a viewer: no Nodes, Alerts or Cluster in the menu, and those pages and the job form forbidden', async () => {
     auth.me = user('viewer');
-    for (const path of ['/nodes', '/nodes/abc', '/alerts', '/cluster', '/jobs/new', '/jobs/3/edit', '/jobs/3/copy', '/users']) {
+    for (const path of ['/nodes', '/nodes/abc', '/alerts', '/cluster', '/jobs/new', '/jobs/3/edit', '/jobs/3/copy', '/users', '/alerts/settings']) {
       const r = renderAt(path);
       expect(await screen.findByTestId('forbidden')).toBeInTheDocument();
       expect(menu()).toEqual(['Dashboard', 'Jobs', 'Runs', 'Groups', 'API tokens']);
@@ -81,5 +81,12 @@ describe('what each role is offered', () => {
     expect(screen.queryByTestId('forbidden')).toBeNull();
     // One <main> landmark (antd's Layout.Content), not one inside another.
     expect(document.querySelectorAll('main')).toHaveLength(1);
+  });
+
+  it('an operator: the alerts but not the alert settings', async () => {
+    auth.me = user('operator');
+    renderAt('/alerts/settings');
+    expect(await screen.findByTestId('forbidden')).toBeInTheDocument();
+    await waitFor(() => expect(menu()).toContain('Alerts'));
   });
 });

@@ -44,6 +44,7 @@ const Users = lazy(() => import('./pages/Users'));
 const Tokens = lazy(() => import('./pages/Tokens'));
 const Audit = lazy(() => import('./pages/Audit'));
 const Alerts = lazy(() => import('./pages/Alerts'));
+const AlertSettings = lazy(() => import('./pages/AlertSettings'));
 const Cluster = lazy(() => import('./pages/Cluster'));
 
 const darkKey = 'cronix.dark';
@@ -107,6 +108,7 @@ function Routed({ dark, setDark }: { dark: boolean; setDark: (v: boolean) => voi
           <Route path="/groups" element={<Groups />} />
           <Route path="/tokens" element={<Tokens />} />
           <Route path="/alerts" element={only(cluster, <Alerts />)} />
+          <Route path="/alerts/settings" element={only(admin, <AlertSettings />)} />
           <Route path="/users" element={only(admin, <Users />)} />
           <Route path="/audit" element={only(admin, <Audit />)} />
           <Route path="/cluster" element={only(cluster, <Cluster />)} />

@@ -1,3 +1,4 @@
+import { SettingOutlined } from '@ant-design/icons';
 import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query';
 import { App, Button, Select, Space, Table, Tag, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
@@ -25,7 +26,7 @@ export default function Alerts() {
   };
   const alerts = useQuery({ queryKey: ['alerts', f], queryFn: () => listAlerts(f), refetchInterval: 10_000, placeholderData: keepPreviousData });
   const test = useMutation({
-    mutationFn: testAlert,
+    mutationFn: () => testAlert(),
     onSuccess: (r) => {
       const failed = r.results.filter((x) => !x.ok);
       if (r.results.length === 0) void message.info(t('alerts.noChannel'));
@@ -45,7 +46,12 @@ export default function Alerts() {
     <div>
       <div className="page-header">
         <h1>{t('alerts.title')}</h1>
-        {isAdmin(me) && <Button onClick={() => test.mutate()} loading={test.isPending}>{t('alerts.test')}</Button>}
+        {isAdmin(me) && (
+          <Space wrap>
+            <Link to="/alerts/settings" data-testid="alert-settings-link"><Button icon={<SettingOutlined />}>{t('alerts.settings')}</Button></Link>
+            <Button onClick={() => test.mutate()} loading={test.isPending}>{t('alerts.test')}</Button>
+          </Space>
+        )}
       </div>
       <Space wrap style={{ marginBottom: 12 }}>
         <Select aria-label={t('alerts.kind')} placeholder={t('alerts.kind')} allowClear value={f.kind} style={{ width: 180 }}
@@ -84,7 +90,7 @@ export default function Alerts() {
             { title: t('alerts.run'), render: (_, e) => (e.run_id ? <Link to={`/runs/${e.run_id}`}>#{e.run_id}</Link> : '—') },
             { title: t('run.message'), dataIndex: 'message', render: (v: string) => <Typography.Text ellipsis style={{ maxWidth: 280 }}>{v}</Typography.Text> },
             { title: t('common.status'), dataIndex: 'status', render: (v: string, e) => (
-              <span><Tag color={statusColor[v]}>{t(`alerts.statuses.${v}`, { defaultValue: v })}</Tag>{e.suppressed && e.suppressed_reason ? <Typography.Text type="secondary"> {e.suppressed_reason}</Typography.Text> : null}</span>
+              <span><Tag color={statusColor[v]}>{t(`alerts.statuses.${v}`, { defaultValue: v })}</Tag>{e.suppressed && e.suppressed_reason ? <Typography.Text type="secondary" data-testid="suppressed-reason"> {t(`alerts.reasons.${e.suppressed_reason}`, { defaultValue: e.suppressed_reason })}</Typography.Text> : null}</span>
             ) },
           ]}
         />

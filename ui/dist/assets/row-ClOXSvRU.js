@@ -1,0 +1,1 @@
+import{R as e,z as t}from"./index-CMeoOI7Q.js";var n=t,r=e;export{n,r as t};

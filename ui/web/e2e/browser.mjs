@@ -468,7 +468,7 @@ try {
     for (const hidden of ['Nodes', 'Alerts', 'Users & roles', 'Audit log', 'Cluster']) {
       if (menu.includes(hidden)) throw new Error(`a viewer sees the ${hidden} page in the menu`);
     }
-    for (const path of ['/users', '/audit', '/cluster', '/nodes', '/alerts', '/jobs/new', `/jobs/${jobId}/edit`, `/jobs/${jobId}/copy`]) {
+    for (const path of ['/users', '/audit', '/cluster', '/nodes', '/alerts', '/alerts/settings', '/jobs/new', `/jobs/${jobId}/edit`, `/jobs/${jobId}/copy`]) {
       await nav(vp, '/jobs');
       await vp.getByRole('heading', { name: 'Jobs' }).waitFor();
       await nav(vp, path);
@@ -509,6 +509,28 @@ try {
   await shot(page, 'alerts-dark-en');
   await page.getByLabel('Dark mode').click();
   await until('the light theme', () => page.evaluate(() => document.documentElement.dataset.theme === 'light'));
+
+  step('alert settings: an SMTP host saved, there after a reload');
+  {
+    // What was stored before, to put back after (the reply's extra fields are not part of a PUT).
+    const { password_set: _p, webhook_secrets_set: _w, from_flags: _f, ...before } = await apiCall('GET', '/api/v1/settings/alerting');
+    await nav(page, '/alerts');
+    await page.getByTestId('alert-settings-link').click();
+    await page.getByRole('heading', { name: 'Alert settings' }).waitFor();
+    await page.getByLabel('SMTP host').fill('smtp.example.com');
+    await page.getByLabel('Port').fill('587');
+    await page.getByLabel('Sender (From)').fill('cronix@example.com');
+    await page.getByTestId('alert-settings-save').click();
+    await page.locator('.ant-message-notice', { hasText: 'Saved' }).waitFor();
+    await page.reload();
+    await page.getByRole('heading', { name: 'Alert settings' }).waitFor();
+    await until('the saved SMTP host after the reload', async () => (await page.getByLabel('SMTP host').inputValue()) === 'smtp.example.com');
+    if ((await page.getByLabel('Sender (From)').inputValue()) !== 'cronix@example.com') throw new Error('the sender was not kept');
+    const stored = await apiCall('GET', '/api/v1/settings/alerting');
+    if (stored.smtp.host !== 'smtp.example.com' || stored.smtp.port !== 587) throw new Error(`stored SMTP settings: ${JSON.stringify(stored.smtp)}`);
+    await shot(page, 'alert-settings-en');
+    await apiCall('PUT', '/api/v1/settings/alerting', before);
+  }
 
   step('dashboard and run detail on a 390-wide phone');
   await page.setViewportSize({ width: 390, height: 844 });

@@ -125,6 +125,17 @@ func putNode(t testing.TB, cli *clientv3.Client, keys cluster.Keys, n cluster.No
 	require.NoError(t, err)
 }
 
+// send sends req and returns its status and body.
+func (b *bundle) send(req *http.Request) (int, []byte) {
+	b.t.Helper()
+	resp, err := b.srv.Client().Do(req)
+	require.NoError(b.t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(b.t, err)
+	return resp.StatusCode, raw
+}
+
 // do sends a request; body is JSON-encoded unless it is a []byte or string.
 func (b *bundle) do(method, path, token string, body any) (int, []byte) {
 	b.t.Helper()
@@ -148,12 +159,7 @@ func (b *bundle) do(method, path, token string, body any) (int, []byte) {
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := b.srv.Client().Do(req)
-	require.NoError(b.t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(b.t, err)
-	return resp.StatusCode, raw
+	return b.send(req)
 }
 
 // doJSON sends a request, requires status, and decodes the reply into out (if not nil).

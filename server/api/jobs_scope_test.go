@@ -3,7 +3,6 @@ package api_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -183,12 +182,7 @@ func (b *bundle) doForm(path, token string, form url.Values) (int, []byte) {
 	require.NoError(b.t, err)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := b.srv.Client().Do(req)
-	require.NoError(b.t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(b.t, err)
-	return resp.StatusCode, raw
+	return b.send(req)
 }
 
 // TestCompatUpdateOfHiddenJob: /jobinfo/update of a job outside the

@@ -35,12 +35,7 @@ func (b *bundle) cookieDo(method, path string, cookie *http.Cookie, csrf string,
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := b.srv.Client().Do(req)
-	require.NoError(b.t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(b.t, err)
-	return resp.StatusCode, raw
+	return b.send(req)
 }
 
 // TestMeRestoresCSRFTokenForCookieSessions: a browser keeps the CSRF token in

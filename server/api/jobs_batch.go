@@ -169,16 +169,16 @@ func decodeBatchJob(i int, raw json.RawMessage, bad map[string]string) (req JobR
 	if err == nil {
 		return req, true
 	}
-	var ve *ValidationError
-	if !errors.As(jsonError(err), &ve) || len(ve.Fields) == 0 {
-		// raw is one complete JSON value (the body decoded): an object
-		// that cannot fail otherwise, but say what failed if it does.
-		bad[name] = strings.TrimPrefix(err.Error(), "json: ")
+	// Named by decodeJSON's own mechanism, under the job's index.
+	if ve := bodyFieldError(raw, &JobRequest{}, true); ve != nil && len(ve.Fields) > 0 {
+		for f, msg := range ve.Fields {
+			bad[name+"."+f] = msg
+		}
 		return req, false
 	}
-	for f, msg := range ve.Fields {
-		bad[name+"."+f] = msg
-	}
+	// raw is one complete JSON object (the body decoded): it cannot fail
+	// otherwise, but say what failed if it does.
+	bad[name] = strings.TrimPrefix(err.Error(), "json: ")
 	return req, false
 }
 

@@ -3,6 +3,7 @@ package benchreport
 import (
 	"os/exec"
 	"strings"
+	"sync"
 )
 
 // GitCommit is the short hash of the checkout's HEAD, with "+dirty" when
@@ -21,3 +22,12 @@ func GitCommit() string {
 	}
 	return c
 }
+
+// runCommit is GitCommit as first read by RunCommit.
+var runCommit = sync.OnceValue(GitCommit)
+
+// RunCommit is GitCommit read once, at its first call: each bench calls it
+// as it starts, so that its section names the code it measured, not the
+// tree as it stood when the section was written (a file edited during a
+// 30-minute soak would mark that dirty).
+func RunCommit() string { return runCommit() }

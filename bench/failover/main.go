@@ -25,6 +25,7 @@ import (
 )
 
 func main() {
+	benchreport.RunCommit() // the commit measured: read as the run starts
 	binary := flag.String("binary", "bin/cronix", "cronix binary to run")
 	trials := flag.Int("trials", 20, "leader kills to measure")
 	jobs := flag.Int("jobs", 10, "jobs firing every second")
@@ -288,7 +289,7 @@ func render(r result) string {
 	} else {
 		fmt.Fprintf(&b, "### Leader failover gap (HA: 3 servers)\n\n")
 	}
-	fmt.Fprintf(&b, "Measured %s on %s, commit `%s`.\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchreport.Machine(), benchreport.GitCommit())
+	fmt.Fprintf(&b, "Measured %s on %s, commit `%s`.\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchreport.Machine(), benchreport.RunCommit())
 	cmd := fmt.Sprintf("make bench-failover` (`go run ./bench/failover --trials %d --jobs %d", r.Trials, r.Jobs)
 	if r.IdleJobs > 0 {
 		cmd = fmt.Sprintf("make bench-failover-scale` (`go run ./bench/failover --trials %d --jobs %d --idle-jobs %d --db <%s DSN>",

@@ -27,6 +27,7 @@ import (
 )
 
 func main() {
+	benchreport.RunCommit() // the commit measured: read as the run starts
 	binary := flag.String("binary", "bin/cronix", "cronix binary to run")
 	jobs := flag.Int("jobs", 200, "number of jobs firing every second")
 	seconds := flag.Int("seconds", 60, "length of each measured window in seconds")
@@ -268,7 +269,7 @@ func render(handler string, jobs, seconds, backlog int, note string, ps []phase)
 	var b strings.Builder
 	r := func(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
 	fmt.Fprintf(&b, "### Retention while jobs fire (standalone)\n\n")
-	fmt.Fprintf(&b, "Measured %s on %s, commit `%s`.", time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchreport.Machine(), benchreport.GitCommit())
+	fmt.Fprintf(&b, "Measured %s on %s, commit `%s`.", time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchreport.Machine(), benchreport.RunCommit())
 	if note != "" {
 		fmt.Fprintf(&b, " %s", note)
 	}

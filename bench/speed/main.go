@@ -95,6 +95,7 @@ func ints(s string) ([]int, error) {
 }
 
 func main() {
+	benchreport.RunCommit() // the commit measured: read as the run starts
 	var cfg config
 	var workloads, httpRates, shellRates, spreadRates string
 	flag.StringVar(&cfg.binary, "binary", "bin/cronix", "cronix binary to run")
@@ -377,7 +378,7 @@ func header(b *strings.Builder, cfg config, title string) {
 		fmt.Fprintf(b, "> **%s**\n\n", cfg.label)
 	}
 	fmt.Fprintf(b, "Measured %s on %s, commit `%s`, `%s`.\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"),
-		benchreport.Machine(), benchreport.GitCommit(), "go run ./bench/speed "+shellArgs(os.Args[1:]))
+		benchreport.Machine(), benchreport.RunCommit(), "go run ./bench/speed "+shellArgs(os.Args[1:]))
 }
 
 // arrivalMeaning says what a request's arrival is with cfg's receiver

@@ -704,6 +704,23 @@ func TestGroupIsEnsured(t *testing.T) {
 		names = append(names, g.AppName)
 	}
 	require.Contains(t, names, "web")
+
+	// "web" breaks the appname rule (4 to 64 characters) but came from a
+	// node's --group: its title can still be edited under that name, while
+	// renaming it, or creating another such group, is held to the rule.
+	var web api.Group
+	for _, g := range groups {
+		if g.AppName == "web" {
+			web.ID = g.ID
+		}
+	}
+	path := fmt.Sprintf("/api/v1/groups/%d", web.ID)
+	b.doJSON(http.MethodPut, path, b.token, map[string]any{"appname": "web", "title": "Web tier"}, http.StatusOK, &web)
+	require.Equal(t, "Web tier", web.Title)
+	e := b.errorOf(http.MethodPut, path, b.token, map[string]any{"appname": "ui"}, http.StatusBadRequest)
+	require.Contains(t, e.Fields["appname"], "4 to 64 characters")
+	e = b.errorOf(http.MethodPost, "/api/v1/groups", b.token, map[string]any{"appname": "api"}, http.StatusBadRequest)
+	require.Contains(t, e.Fields["appname"], "4 to 64 characters")
 }
 
 func TestResultsAndRuns(t *testing.T) {
@@ -764,6 +781,7 @@ func TestResultsAndRuns(t *testing.T) {
 	done := runs.Items[1]
 	require.Equal(t, batch.Results[0].FireID, done.FireID)
 	require.Equal(t, job.ID, done.JobID)
+	require.Equal(t, "backup", done.JobName)
 	require.Equal(t, cluster.TriggerSchedule, done.Trigger)
 	require.Equal(t, cluster.StatusSuccess, done.Status)
 	require.Equal(t, "n1", done.Node)
@@ -778,10 +796,11 @@ func TestResultsAndRuns(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(raw, &m))
-	for _, k := range []string{"id", "fire_id", "job_id", "trigger", "status", "scheduled_at", "dispatched_at",
+	for _, k := range []string{"id", "fire_id", "job_id", "job_name", "trigger", "status", "scheduled_at", "dispatched_at",
 		"started_at", "finished_at", "exit_code", "node", "output", "output_truncated", "message"} {
 		require.Contains(t, m, k)
 	}
+	require.Equal(t, "backup", m["job_name"])
 	require.Equal(t, "2026-03-01T11:00:01.500Z", m["started_at"])
 	require.Equal(t, "2026-03-01T11:00:00.000Z", m["scheduled_at"])
 	require.Nil(t, m["dispatched_at"])

@@ -63,16 +63,20 @@ type Group struct {
 	UpdatedAt Time   `json:"updated_at"`
 }
 
-// GroupFromRequest validates req and builds the group it describes
-// (exported for server/compat). Problems come back as one *ValidationError.
-func GroupFromRequest(req GroupRequest) (*store.Group, error) {
+// groupFromRequest validates req and builds the group it describes.
+// Problems come back as one *ValidationError. current is the appname of the
+// group it changes ("" for a new group): keeping that appname is allowed
+// even where it breaks the appname rule, as the group a node created by
+// registering with its --group may ("web"), so that such a group's title
+// and addresses can be edited.
+func groupFromRequest(req GroupRequest, current string) (*store.Group, error) {
 	fields := map[string]string{}
 	g := &store.Group{
 		AppName:     strings.TrimSpace(req.AppName),
 		Title:       strings.TrimSpace(req.Title),
 		AddressType: strings.TrimSpace(req.AddressType),
 	}
-	if !appNamePattern.MatchString(g.AppName) {
+	if !appNamePattern.MatchString(g.AppName) && (current == "" || g.AppName != current) {
 		fields["appname"] = appNameRule
 	}
 	if g.Title == "" {
@@ -156,8 +160,9 @@ func groupFromStore(g *store.Group, nodes []cluster.NodeInfo) Group {
 	return out
 }
 
-// decodeGroup reads and validates a GroupRequest body.
-func decodeGroup(r *http.Request) (*store.Group, error) {
+// decodeGroup reads and validates a GroupRequest body; current is the
+// appname of the group it changes ("" for a new one).
+func decodeGroup(r *http.Request, current string) (*store.Group, error) {
 	var req GroupRequest
 	if err := decodeJSON(r, &req, true); err != nil {
 		if errors.Is(err, errEmptyBody) {
@@ -165,7 +170,7 @@ func decodeGroup(r *http.Request) (*store.Group, error) {
 		}
 		return nil, err
 	}
-	return GroupFromRequest(req)
+	return groupFromRequest(req, current)
 }
 
 // writeGroup writes g with its live members.
@@ -217,7 +222,7 @@ func (s *server) signalGroup(ctx context.Context, appName string) error {
 
 // createGroup handles POST /api/v1/groups.
 func (s *server) createGroup(w http.ResponseWriter, r *http.Request) error {
-	g, err := decodeGroup(r)
+	g, err := decodeGroup(r, "")
 	if err != nil {
 		return err
 	}
@@ -252,16 +257,16 @@ func (s *server) updateGroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	g, err := decodeGroup(r)
-	if err != nil {
-		return err
-	}
-	g.ID = id
 	ctx := r.Context()
 	old, err := s.store.GetGroup(ctx, id)
 	if err != nil {
 		return public(err, "group %d not found", id)
 	}
+	g, err := decodeGroup(r, old.AppName)
+	if err != nil {
+		return err
+	}
+	g.ID = id
 	if err := s.store.UpdateGroup(ctx, g); err != nil {
 		return s.groupChangeError(ctx, err, old, g)
 	}

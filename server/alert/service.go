@@ -196,8 +196,8 @@ func (s *Service) storedSettings(ctx context.Context) (Settings, error) {
 }
 
 // PutSettings validates next and stores it, keeping the stored secrets
-// that next leaves empty (see KeepSecrets). It returns the effective
-// settings.
+// that next leaves empty (see KeepSecrets) and the stored value of every
+// field flags/env set (see KeepFlagged). It returns the effective settings.
 func (s *Service) PutSettings(ctx context.Context, next Settings, by string) (Settings, error) {
 	if err := next.Validate(); err != nil {
 		return Settings{}, err
@@ -206,7 +206,7 @@ func (s *Service) PutSettings(ctx context.Context, next Settings, by string) (Se
 	if err != nil {
 		return Settings{}, err
 	}
-	next = KeepSecrets(prev, next)
+	next = KeepFlagged(prev, KeepSecrets(prev, next), s.cfg.Flags)
 	raw, err := json.Marshal(next)
 	if err != nil {
 		return Settings{}, fmt.Errorf("alert: encoding settings: %w", err)

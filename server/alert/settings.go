@@ -337,36 +337,61 @@ func KeepSecrets(prev, next Settings) Settings {
 	return next
 }
 
+// flagField is one top-level part of Settings that flags/env can set.
+type flagField struct {
+	name string                            // its JSON name
+	set  func(Settings) bool               // whether s sets it (non-zero)
+	take func(dst *Settings, src Settings) // copies it from src into dst
+}
+
+// flagFields are the parts of Settings flags/env can set, each one a unit:
+// flags setting the SMTP host set the whole smtp object.
+var flagFields = []flagField{
+	{"smtp", func(s Settings) bool { return s.SMTP.Host != "" }, func(d *Settings, s Settings) { d.SMTP = s.SMTP }},
+	{"webhooks", func(s Settings) bool { return len(s.Webhooks) > 0 }, func(d *Settings, s Settings) { d.Webhooks = s.Webhooks }},
+	{"group_emails", func(s Settings) bool { return len(s.GroupEmails) > 0 }, func(d *Settings, s Settings) { d.GroupEmails = s.GroupEmails }},
+	{"admin_emails", func(s Settings) bool { return len(s.AdminEmails) > 0 }, func(d *Settings, s Settings) { d.AdminEmails = s.AdminEmails }},
+	{"throttle_window", func(s Settings) bool { return s.ThrottleWindow != 0 }, func(d *Settings, s Settings) { d.ThrottleWindow = s.ThrottleWindow }},
+	{"missed_threshold", func(s Settings) bool { return s.MissedThreshold != 0 }, func(d *Settings, s Settings) { d.MissedThreshold = s.MissedThreshold }},
+	{"no_leader_after", func(s Settings) bool { return s.NoLeaderAfter != 0 }, func(d *Settings, s Settings) { d.NoLeaderAfter = s.NoLeaderAfter }},
+	{"language", func(s Settings) bool { return s.Language != "" }, func(d *Settings, s Settings) { d.Language = s.Language }},
+	{"public_url", func(s Settings) bool { return s.PublicURL != "" }, func(d *Settings, s Settings) { d.PublicURL = s.PublicURL }},
+}
+
 // Overlay merges settings given by flags/env (config as code) over the
-// stored ones: every non-zero field of o wins.
+// stored ones: every field o sets wins.
 func Overlay(stored, o Settings) Settings {
 	out := stored
-	if o.SMTP.Host != "" {
-		out.SMTP = o.SMTP
-	}
-	if len(o.Webhooks) > 0 {
-		out.Webhooks = o.Webhooks
-	}
-	if len(o.GroupEmails) > 0 {
-		out.GroupEmails = o.GroupEmails
-	}
-	if len(o.AdminEmails) > 0 {
-		out.AdminEmails = o.AdminEmails
-	}
-	if o.ThrottleWindow != 0 {
-		out.ThrottleWindow = o.ThrottleWindow
-	}
-	if o.MissedThreshold != 0 {
-		out.MissedThreshold = o.MissedThreshold
-	}
-	if o.NoLeaderAfter != 0 {
-		out.NoLeaderAfter = o.NoLeaderAfter
-	}
-	if o.Language != "" {
-		out.Language = o.Language
-	}
-	if o.PublicURL != "" {
-		out.PublicURL = o.PublicURL
+	for _, f := range flagFields {
+		if f.set(o) {
+			f.take(&out, o)
+		}
 	}
 	return out
+}
+
+// FlagFields names the fields of Settings that o (the flags/env) sets, in
+// JSON spelling; never nil.
+func FlagFields(o Settings) []string {
+	out := []string{}
+	for _, f := range flagFields {
+		if f.set(o) {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// KeepFlagged returns next with the stored (prev) value of every field o
+// (the flags/env) sets. Flags win over what is stored anyway, and a client
+// writes back the effective settings it read (flag values included): this
+// keeps those from replacing the stored values, which take effect again
+// once the flag is dropped.
+func KeepFlagged(prev, next, o Settings) Settings {
+	for _, f := range flagFields {
+		if f.set(o) {
+			f.take(&next, prev)
+		}
+	}
+	return next
 }

@@ -235,7 +235,7 @@ func (s *server) alertSettingsResponse(ctx context.Context) (AlertSettingsRespon
 		return AlertSettingsResponse{}, fmt.Errorf("alert settings: %w", err)
 	}
 	out := AlertSettingsResponse{Settings: eff.Redacted(), PasswordSet: eff.SMTP.Password != "",
-		WebhookSecretsSet: []string{}, FromFlags: flagFields(s.alerts.FlagSettings())}
+		WebhookSecretsSet: []string{}, FromFlags: alert.FlagFields(s.alerts.FlagSettings())}
 	for _, wh := range eff.Webhooks {
 		if wh.Secret != "" {
 			out.WebhookSecretsSet = append(out.WebhookSecretsSet, wh.Name)
@@ -245,26 +245,6 @@ func (s *server) alertSettingsResponse(ctx context.Context) (AlertSettingsRespon
 		out.Webhooks = []alert.Webhook{}
 	}
 	return out, nil
-}
-
-// flagFields names the settings fields flags set.
-func flagFields(f alert.Settings) []string {
-	out := []string{}
-	add := func(set bool, name string) {
-		if set {
-			out = append(out, name)
-		}
-	}
-	add(f.SMTP.Host != "", "smtp")
-	add(len(f.Webhooks) > 0, "webhooks")
-	add(len(f.GroupEmails) > 0, "group_emails")
-	add(len(f.AdminEmails) > 0, "admin_emails")
-	add(f.ThrottleWindow != 0, "throttle_window")
-	add(f.MissedThreshold != 0, "missed_threshold")
-	add(f.NoLeaderAfter != 0, "no_leader_after")
-	add(f.Language != "", "language")
-	add(f.PublicURL != "", "public_url")
-	return out
 }
 
 // getAlertSettings handles GET /api/v1/settings/alerting.
@@ -282,7 +262,7 @@ func (s *server) getAlertSettings(w http.ResponseWriter, r *http.Request) error 
 
 // putAlertSettings handles PUT /api/v1/settings/alerting: the body replaces
 // the stored settings; an empty password or webhook secret keeps the
-// stored one.
+// stored one, and so does every field flags/env set.
 func (s *server) putAlertSettings(w http.ResponseWriter, r *http.Request) error {
 	if s.alerts == nil {
 		return errNoAlerts

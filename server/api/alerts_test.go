@@ -116,6 +116,35 @@ func TestAlertSettingsAPI(t *testing.T) {
 	require.NotContains(t, b.logs.String(), "smtp-secret-pw")
 }
 
+// TestAlertSettingsPutKeepsFlaggedFields: admin_emails is set by a flag, so
+// writing back the settings as read (the flag's value in them, as the web
+// admin does) or another value leaves the stored admin_emails as they were.
+func TestAlertSettingsPutKeepsFlaggedFields(t *testing.T) {
+	t.Parallel()
+	b := setupAlerts(t)
+	const path = "/api/v1/settings/alerting"
+	// Stored before the flag was given (a PUT now would not store it).
+	require.NoError(t, b.store.PutSetting(t.Context(), "alerting",
+		`{"admin_emails":["stored@example.com"],"language":"zh-CN"}`, "admin"))
+
+	var read api.AlertSettingsResponse
+	b.doJSON(http.MethodGet, path, b.token, nil, http.StatusOK, &read)
+	require.Equal(t, []string{"ops@example.com"}, read.AdminEmails, "the flag wins")
+	require.Equal(t, []string{"admin_emails"}, read.FromFlags)
+	back := read.Settings
+	back.Language = "en"
+	b.doJSON(http.MethodPut, path, b.token, back, http.StatusOK, nil)
+	b.doJSON(http.MethodPut, path, b.token, map[string]any{"admin_emails": []string{"other@example.com"},
+		"language": "en"}, http.StatusOK, nil)
+
+	raw, err := b.store.GetSetting(t.Context(), "alerting")
+	require.NoError(t, err)
+	var stored alert.Settings
+	require.NoError(t, json.Unmarshal([]byte(raw), &stored))
+	require.Equal(t, []string{"stored@example.com"}, stored.AdminEmails, "a flagged field keeps its stored value")
+	require.Equal(t, "en", stored.Language, "the other fields are replaced")
+}
+
 func TestAlertsListAndTestSend(t *testing.T) {
 	t.Parallel()
 	b := setupAlerts(t)

@@ -150,6 +150,9 @@ type Token struct {
 	Groups    []int64 `json:"groups"`
 	ExpiresAt Time    `json:"expires_at"`
 	CreatedAt Time    `json:"created_at"`
+	// LastUsedAt is when a request last authenticated with it, to within
+	// a minute; null = never.
+	LastUsedAt Time `json:"last_used_at"`
 }
 
 // TokenCreated is the reply of POST /api/v1/tokens: the only time the
@@ -165,7 +168,7 @@ func tokenFromStore(t *store.AccessToken) Token {
 		groups = []int64{}
 	}
 	return Token{ID: t.ID, Name: t.Name, User: t.Username, Role: t.Role, Groups: groups,
-		ExpiresAt: timeOf(t.ExpiresAt), CreatedAt: Time{t.CreatedAt}}
+		ExpiresAt: timeOf(t.ExpiresAt), CreatedAt: Time{t.CreatedAt}, LastUsedAt: timeOf(t.LastUsedAt)}
 }
 
 // AuditEntry is an entry of GET /api/v1/audit.

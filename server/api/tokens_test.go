@@ -76,3 +76,37 @@ func TestTokenBodyErrorsNameTheField(t *testing.T) {
 		map[string]any{"name": "z", "role": "viewer", "groups": "all"}, http.StatusBadRequest)
 	require.Equal(t, map[string]string{"groups": "must be an array, not string"}, e.Fields)
 }
+
+// TestTokenLastUsed: a token's last_used_at is null until a request
+// authenticates with it, then that request's time, rewritten at most once
+// a minute.
+func TestTokenLastUsed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var tok api.TokenCreated
+	b.doJSON(http.MethodPost, "/api/v1/tokens", b.token, map[string]any{"name": "ci", "role": "viewer", "groups": []int64{}},
+		http.StatusCreated, &tok)
+	require.True(t, tok.LastUsedAt.IsZero())
+	lastUsed := func() api.Time {
+		t.Helper()
+		var list struct {
+			Items []api.Token `json:"items"`
+		}
+		b.doJSON(http.MethodGet, "/api/v1/tokens", b.token, nil, http.StatusOK, &list)
+		require.Len(t, list.Items, 1)
+		return list.Items[0].LastUsedAt
+	}
+	status, raw := b.do(http.MethodGet, "/api/v1/tokens", b.token, nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, string(raw), `"last_used_at":null`, "never used")
+
+	first := b.clock.Now()
+	b.doJSON(http.MethodGet, "/api/v1/jobs", tok.Secret, nil, http.StatusOK, nil)
+	require.True(t, lastUsed().Equal(first))
+	b.clock.Advance(30 * time.Second)
+	b.doJSON(http.MethodGet, "/api/v1/jobs", tok.Secret, nil, http.StatusOK, nil)
+	require.True(t, lastUsed().Equal(first), "not rewritten within a minute")
+	b.clock.Advance(31 * time.Second)
+	b.doJSON(http.MethodGet, "/api/v1/jobs", tok.Secret, nil, http.StatusOK, nil)
+	require.True(t, lastUsed().Equal(b.clock.Now()))
+}

@@ -158,6 +158,7 @@ type Store interface {
 	SessionByHash(ctx context.Context, tokenHash string, now time.Time, idle time.Duration) (*store.Session, *store.User, error)
 	TouchSession(ctx context.Context, tokenHash string, now time.Time) error
 	AccessTokenByHash(ctx context.Context, tokenHash string, now time.Time) (*store.AccessToken, *store.User, error)
+	TouchAccessToken(ctx context.Context, id int64, now time.Time) error
 }
 
 // Default session limits.
@@ -233,7 +234,8 @@ var dummyHash = sync.OnceValue(func() []byte {
 
 // Resolve returns the principal a bearer secret (session token or API
 // token) stands for at now, or ErrInvalidToken. A session's last use is
-// recorded at most every touchEvery, so the idle timeout is exact to that.
+// recorded at most every touchEvery, so the idle timeout is exact to that;
+// an API token's at most every tokenTouchEvery.
 func (s *Sessions) Resolve(ctx context.Context, secret string, now time.Time) (*authz.Principal, error) {
 	if secret == "" {
 		return nil, ErrInvalidToken
@@ -246,6 +248,11 @@ func (s *Sessions) Resolve(ctx context.Context, secret string, now time.Time) (*
 		}
 		if err != nil {
 			return nil, fmt.Errorf("auth: look up API token: %w", err)
+		}
+		if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) >= tokenTouchEvery {
+			if err := s.Store.TouchAccessToken(ctx, t.ID, now); err != nil {
+				return nil, fmt.Errorf("auth: record API token use: %w", err)
+			}
 		}
 		role := authz.Lower(t.Role, u.Role)
 		var groups []int64
@@ -272,6 +279,10 @@ func (s *Sessions) Resolve(ctx context.Context, secret string, now time.Time) (*
 	return &authz.Principal{Kind: authz.KindSession, UserID: u.ID, Username: u.Username, Role: u.Role,
 		Groups: u.Groups, SessionHash: hash, CSRFToken: sess.CSRFToken}, nil
 }
+
+// tokenTouchEvery is how stale an API token's recorded last use may be
+// before a request rewrites it.
+const tokenTouchEvery = time.Minute
 
 // touchEvery is how stale a session's last use may be before it is
 // rewritten: a twentieth of the idle timeout, at most a minute.

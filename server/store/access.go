@@ -47,6 +47,9 @@ type AccessToken struct {
 	Groups    []int64
 	ExpiresAt *time.Time // nil = never
 	CreatedAt time.Time
+	// LastUsedAt is when a request last authenticated with the token, to
+	// within a minute (see TouchAccessToken); nil = never.
+	LastUsedAt *time.Time
 }
 
 // AuditEntry is one row of the audit log.
@@ -119,14 +122,15 @@ type sessionRow struct {
 type accessTokenRow struct {
 	bun.BaseModel `bun:"table:access_tokens,alias:t"`
 
-	ID        int64      `bun:"id,pk,autoincrement"`
-	TokenHash string     `bun:"token_hash,notnull"`
-	UserID    int64      `bun:"user_id,notnull"`
-	Name      string     `bun:"name,notnull"`
-	Role      string     `bun:"role,notnull"`
-	GroupIDs  string     `bun:"group_ids,notnull"`
-	ExpiresAt *time.Time `bun:"expires_at"`
-	CreatedAt time.Time  `bun:"created_at,notnull"`
+	ID         int64      `bun:"id,pk,autoincrement"`
+	TokenHash  string     `bun:"token_hash,notnull"`
+	UserID     int64      `bun:"user_id,notnull"`
+	Name       string     `bun:"name,notnull"`
+	Role       string     `bun:"role,notnull"`
+	GroupIDs   string     `bun:"group_ids,notnull"`
+	ExpiresAt  *time.Time `bun:"expires_at"`
+	CreatedAt  time.Time  `bun:"created_at,notnull"`
+	LastUsedAt *time.Time `bun:"last_used_at"`
 }
 
 func (r *accessTokenRow) domain() AccessToken {
@@ -135,6 +139,10 @@ func (r *accessTokenRow) domain() AccessToken {
 	if r.ExpiresAt != nil {
 		e := r.ExpiresAt.UTC()
 		t.ExpiresAt = &e
+	}
+	if r.LastUsedAt != nil {
+		u := r.LastUsedAt.UTC()
+		t.LastUsedAt = &u
 	}
 	return t
 }
@@ -583,6 +591,14 @@ func (s *Store) ListAccessTokens(ctx context.Context, userID int64, p Page) ([]A
 		out[i].Username = names[rows[i].UserID]
 	}
 	return out, int(total), nil
+}
+
+// TouchAccessToken records that token id was used at now. Absent is not an
+// error (the token was revoked meanwhile).
+func (s *Store) TouchAccessToken(ctx context.Context, id int64, now time.Time) error {
+	_, err := s.db.NewUpdate().TableExpr("access_tokens").Set("last_used_at = ?", utc(now)).
+		Where("id = ?", id).Exec(ctx)
+	return wrap(err, "touch API token %d", id)
 }
 
 // GetAccessToken returns a token by id, or ErrNotFound.

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/uptrace/bun/driver/pgdriver"
@@ -89,11 +90,18 @@ func wrap(err error, format string, args ...any) error {
 // isAlreadyApplied reports whether a MySQL DDL statement failed only because
 // the column or index it adds exists, or the one it drops does not: the
 // statement ran before (MySQL DDL is not transactional, so a crashed
-// migration may be re-run).
+// migration may be re-run). On SQLite, which has no ADD COLUMN IF NOT
+// EXISTS, the one such case is a column that exists: its migrations are
+// transactional, so that is a migration applied but not recorded, as by a
+// restored bookkeeping table.
 func isAlreadyApplied(err error) bool {
 	var myErr *mysql.MySQLError
 	if errors.As(err, &myErr) {
 		return myErr.Number == mysqlDupFieldName || myErr.Number == mysqlDupKeyName || myErr.Number == mysqlCantDropKey
+	}
+	var liteErr *sqlite.Error
+	if errors.As(err, &liteErr) {
+		return liteErr.Code() == sqlite3.SQLITE_ERROR && strings.Contains(liteErr.Error(), "duplicate column name")
 	}
 	return false
 }

@@ -131,7 +131,7 @@ func applyPending(ctx context.Context, db bun.IConn, dialect string, migs []sche
 		}
 		for i, stmt := range m.Statements {
 			if _, err := db.ExecContext(ctx, stmt); err != nil {
-				if dialect == schema.MySQL && isAlreadyApplied(err) {
+				if dialect != schema.Postgres && isAlreadyApplied(err) {
 					continue // a re-run of a migration that crashed after this statement
 				}
 				return fmt.Errorf("store: migrate: %s/%s statement %d: %w", dialect, m.Name, i+1, err)

@@ -299,6 +299,7 @@ try {
     await row.waitFor();
     const rowText = await row.innerText();
     if (!rowText.includes('Viewer') || !rowText.includes(user)) throw new Error(`the token row lacks its role or user: ${rowText}`);
+    if (!rowText.includes('never used')) throw new Error(`a new token's row does not say it was never used: ${rowText}`);
     // The secret works as a viewer of the default group: it reads the jobs, and may not write.
     const asToken = (method, path, body) => fetch(base + path, { method, headers: { Authorization: `Bearer ${secret}`, 'Content-Type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body) });
@@ -311,6 +312,11 @@ try {
     await page.reload();
     await row.waitFor();
     if (await page.getByTestId('token-secret').count()) throw new Error('the token secret is shown again after a reload');
+    // ... and its use is recorded: "Last used" shows a time now.
+    const usedText = await row.innerText();
+    if (usedText.includes('never used') || !/\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[\s\S]*\d{4}-\d\d-\d\d \d\d:\d\d:\d\d/.test(usedText)) {
+      throw new Error(`the used token's row shows no last use: ${usedText}`);
+    }
   }
 
   step('a failing job: its name on the dashboard; deleting it from its page says so');

@@ -129,7 +129,7 @@ const en = {
     oldPassword: 'Current password', newPassword: 'New password', passwordChanged: 'Password changed',
   },
   tokens: {
-    title: 'API tokens', name: 'Name', expires: 'Expires', create: 'New token', user: 'User', role: 'Role', groups: 'Groups',
+    title: 'API tokens', name: 'Name', expires: 'Expires', lastUsed: 'Last used', neverUsed: 'never used', create: 'New token', user: 'User', role: 'Role', groups: 'Groups',
     groupsHelp: 'The token sees the jobs of these groups only (none: no job).',
     expiresHelp: 'The token stops working at the end of this day; empty: it never expires.',
     secretOnce: 'Copy the secret now: it is shown only once.', secret: 'Secret',

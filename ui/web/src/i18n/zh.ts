@@ -116,7 +116,7 @@ const zh: Catalogue = {
     oldPassword: '当前密码', newPassword: '新密码', passwordChanged: '密码已修改',
   },
   tokens: {
-    title: 'API 令牌', name: '名称', expires: '过期时间', create: '新建令牌', user: '用户', role: '角色', groups: '分组',
+    title: 'API 令牌', name: '名称', expires: '过期时间', lastUsed: '最近使用', neverUsed: '从未使用', create: '新建令牌', user: '用户', role: '角色', groups: '分组',
     groupsHelp: '令牌只能看到这些分组的任务（不选：看不到任何任务）。',
     expiresHelp: '令牌在这一天结束时失效；留空：永不过期。',
     secretOnce: '请立即复制密钥：它只显示这一次。', secret: '密钥',

@@ -11,7 +11,7 @@ vi.mock('../auth', () => ({ useAuth: () => ({ me: auth.me }) }));
 const admin = vi.hoisted(() => ({ listTokens: vi.fn(), createToken: vi.fn(), deleteToken: vi.fn(), listGroups: vi.fn() }));
 vi.mock('../services/admin', () => admin);
 
-const tok = (id: number) => ({ id, name: `tok-${id}`, user: 'ops', role: 'operator', groups: [1], created_at: '2026-03-01T12:00:00Z', expires_at: null });
+const tok = (id: number) => ({ id, name: `tok-${id}`, user: 'ops', role: 'operator', groups: [1], created_at: '2026-03-01T12:00:00Z', expires_at: null, last_used_at: null as string | null });
 const groups = { items: [{ id: 1, appname: 'default', title: 'Default' }, { id: 2, appname: 'other', title: 'Other' }], total: 2, page: 1, page_size: 500 };
 
 describe('Tokens', () => {
@@ -21,13 +21,23 @@ describe('Tokens', () => {
     admin.listTokens.mockResolvedValue({ items: [tok(1)], total: 1, page: 1, page_size: 20 });
   });
 
+  it('shows when each token was last used, or that it never was', async () => {
+    auth.me = { id: 1, username: 'admin', role: 'admin', groups: [], disabled: false };
+    admin.listTokens.mockResolvedValue({ items: [{ ...tok(1), last_used_at: '2026-03-02T08:30:00Z' }, tok(2)], total: 2, page: 1, page_size: 20 });
+    render(withPage(<Tokens />, '/tokens'));
+    const used = (await screen.findByText('tok-1')).closest('tr')!;
+    const unused = screen.getByText('tok-2').closest('tr')!;
+    expect(screen.getByRole('columnheader', { name: 'Last used' })).toBeInTheDocument();
+    expect(within(used).getByText(/2026-03-02/)).toBeInTheDocument();
+    expect(within(unused).getByText('never used')).toBeInTheDocument();
+  });
+
   it('creates a token with a role at most the user\'s and the user\'s groups, and shows its secret once', async () => {
     auth.me = { id: 2, username: 'ops', role: 'operator', groups: [1], disabled: false };
     admin.createToken.mockResolvedValue({ ...tok(2), name: 'ci-token', secret: 'cxt_secret123' });
     render(withPage(<Tokens />, '/tokens'));
     await screen.findByText('tok-1');
-    // No "Last used" column (the API has no such field); no User column for a non-admin.
-    expect(screen.queryByText('Last used')).toBeNull();
+    // No User column for a non-admin.
     expect(screen.queryByRole('columnheader', { name: 'User' })).toBeNull();
     expect(screen.getByRole('columnheader', { name: 'Role' })).toBeInTheDocument();
     await userEvent.click(screen.getByTestId('create-token'));

@@ -68,6 +68,7 @@ export default function Tokens() {
             { title: t('tokens.role'), dataIndex: 'role', render: (r: Role) => <Tag>{t(`users.roles.${r}`, { defaultValue: r })}</Tag> },
             { title: t('common.created'), dataIndex: 'created_at', render: (v: string) => formatTime(v) },
             { title: t('tokens.expires'), dataIndex: 'expires_at', render: (v: string | null) => (v ? formatTime(v) : t('common.never')) },
+            { title: t('tokens.lastUsed'), dataIndex: 'last_used_at', render: (v: string | null) => (v ? formatTime(v) : t('tokens.neverUsed')) },
             { title: t('common.actions'), render: (_: unknown, tok: ApiToken) => (
               <Popconfirm title={t('common.confirmDelete', { what: tok.name })} onConfirm={() => remove.mutate(tok.id)}>
                 <Button size="small" danger>{t('common.delete')}</Button>

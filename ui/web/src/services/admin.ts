@@ -51,6 +51,8 @@ export interface ApiToken {
   groups: number[] | null;
   created_at: string;
   expires_at: string | null;
+  /** When a request last authenticated with it (to within a minute); null: never. */
+  last_used_at: string | null;
   /** Only in the reply of createToken: the one time the secret is shown. */
   secret?: string;
 }

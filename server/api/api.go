@@ -57,6 +57,7 @@ type Store interface {
 	RunByFireID(ctx context.Context, fireID string) (*store.Run, error)
 	ListRuns(ctx context.Context, jobID int64, p store.Page) ([]store.Run, int, error)
 	FindRuns(ctx context.Context, f store.RunFilter, p store.Page) ([]store.Run, int, error)
+	JobLabels(ctx context.Context, ids []int64) (map[int64]store.JobLabel, error)
 	FindDailyReports(ctx context.Context, f store.DailyReportFilter, p store.Page) ([]store.DailyReport, int, error)
 
 	// The dashboard's figures and the job list's last runs (summary.go).

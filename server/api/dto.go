@@ -299,9 +299,11 @@ func nonNil[T any](s []T) []T {
 
 // Run is one fire of a job on one target as the API shows it.
 type Run struct {
-	ID              int64  `json:"id"`
-	FireID          string `json:"fire_id"`
-	JobID           int64  `json:"job_id"`
+	ID     int64  `json:"id"`
+	FireID string `json:"fire_id"`
+	JobID  int64  `json:"job_id"`
+	// JobName is the job's name now ("" once the job is deleted).
+	JobName         string `json:"job_name"`
 	Trigger         string `json:"trigger"`
 	Status          string `json:"status"`
 	ScheduledAt     Time   `json:"scheduled_at"`

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -91,7 +92,31 @@ func (s *server) writeRuns(w http.ResponseWriter, r *http.Request, f store.RunFi
 	for i := range runs {
 		out.Items = append(out.Items, runFromStore(&runs[i]))
 	}
+	if err := s.nameRuns(r.Context(), out.Items); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// nameRuns sets the job name of runs, with one query for the page.
+func (s *server) nameRuns(ctx context.Context, runs []Run) error {
+	var ids []int64
+	for _, r := range runs {
+		if !slices.Contains(ids, r.JobID) {
+			ids = append(ids, r.JobID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	labels, err := s.store.JobLabels(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("names of the runs' jobs: %w", err)
+	}
+	for i := range runs {
+		runs[i].JobName = labels[runs[i].JobID].Name
+	}
 	return nil
 }
 
@@ -105,7 +130,11 @@ func (s *server) getRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return public(err, "run %d not found", id)
 	}
-	writeJSON(w, http.StatusOK, runFromStore(run))
+	out := []Run{runFromStore(run)}
+	if err := s.nameRuns(r.Context(), out); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out[0])
 	return nil
 }
 

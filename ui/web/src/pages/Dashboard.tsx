@@ -1,4 +1,4 @@
-import { useQueries, useQuery } from '@tanstack/react-query';
+import { useQuery } from '@tanstack/react-query';
 import { Card, Col, List, Row, Segmented, Space, Spin, Statistic, Tag, Typography } from 'antd';
 import { useEffect, useMemo, useState } from 'react';
 import { useTranslation } from 'react-i18next';
@@ -8,8 +8,7 @@ import { StatusTag } from '../components/StatusTag';
 import { formatDuration, formatTime } from '../lib/format';
 import { canSeeCluster, canSeeNodes } from '../services/auth';
 import { dashboardQueries, dashboardRefresh, firstRange } from '../services/dashboard';
-import { getJob } from '../services/jobs';
-import { runStatuses } from '../services/runs';
+import { jobLabel, runStatuses } from '../services/runs';
 import { chartStatuses, failingJobs, lateness, withToday } from '../services/stats';
 
 // The chart's code (ECharts) is not in the initial bundle; its download and
@@ -52,12 +51,6 @@ export default function Dashboard({ dark }: { dark: boolean }) {
 
   const late = lateness(recent.data?.items ?? []);
   const failing = failingJobs(recent.data?.items ?? []);
-  // The failing jobs' names (runs carry only the job id): one request per failing job, shared
-  // with the job page's cache, none when nothing fails. A job gone since shows its id.
-  const failingNames = useQueries({
-    queries: failing.slice(0, 20).map((r) => ({ queryKey: ['job', r.job_id], queryFn: () => getJob(r.job_id), staleTime: 60_000, retry: false })),
-    combine: (rs) => new Map(rs.flatMap((q) => (q.data ? [[q.data.id, q.data.name] as const] : []))),
-  });
   const online = (nodes.data?.items ?? []).filter((n) => n.status === 'online').length;
   const stat = nodesAllowed ? 6 : 8;
 
@@ -117,7 +110,7 @@ export default function Dashboard({ dark }: { dark: boolean }) {
               locale={{ emptyText: t('dashboard.noFailing') }}
               renderItem={(r) => (
                 <List.Item>
-                  <Link to={`/jobs/${r.job_id}`}>{failingNames.get(r.job_id) ?? `#${r.job_id}`}</Link>
+                  <Link to={`/jobs/${r.job_id}`}>{jobLabel(r)}</Link>
                   <Space size={4}><Link to={`/runs/${r.id}`}><StatusTag status={r.status} /></Link> {formatTime(r.finished_at ?? r.scheduled_at)}</Space>
                 </List.Item>
               )}

@@ -15,7 +15,7 @@ import { canWrite } from '../services/auth';
 import { listHandlers, listNodes } from '../services/cluster';
 import { isApiError } from '../services/http';
 import { deleteJob, getJob, listVersions, restoreVersion, setEnabled, triggerJob, versionText, type Job, type JobVersion } from '../services/jobs';
-import { listJobRuns, runStatuses, type Run } from '../services/runs';
+import { jobLabel, listJobRuns, runStatuses, type Run } from '../services/runs';
 
 export default function JobDetail() {
   const { t } = useTranslation();
@@ -160,7 +160,7 @@ export function RunsTable(props: { runs: Run[]; loading: boolean; total: number;
       pagination={{ current: props.page, pageSize: props.pageSize, total: props.total, showSizeChanger: true, onChange: props.onPage, showTotal: (n) => t('common.total', { count: n }) }}
       columns={[
         { title: t('common.id'), dataIndex: 'id', render: (v: number) => <Link to={`/runs/${v}`} data-testid="run-link">#{v}</Link> },
-        ...(props.showJob ? [{ title: t('run.job'), dataIndex: 'job_id', render: (v: number) => <Link to={`/jobs/${v}`}>#{v}</Link> }] : []),
+        ...(props.showJob ? [{ title: t('run.job'), dataIndex: 'job_id', render: (v: number, r: Run) => <Link to={`/jobs/${v}`}>{jobLabel(r)}</Link> }] : []),
         { title: t('common.status'), dataIndex: 'status', render: (s: string) => <StatusTag status={s} /> },
         { title: t('run.trigger'), dataIndex: 'trigger', render: (v: string) => <Tag>{t(`run.triggers.${v}`, { defaultValue: v })}</Tag> },
         { title: t('run.scheduled'), dataIndex: 'scheduled_at', render: (v: string) => formatTime(v) },

@@ -8,6 +8,8 @@ export interface Run {
   id: number;
   fire_id: string;
   job_id: number;
+  /** The job's name now ("" once the job is deleted; absent from servers before it). */
+  job_name?: string;
   trigger: 'schedule' | 'manual' | string;
   status: RunStatus;
   scheduled_at: string | null;
@@ -66,3 +68,6 @@ export function latenessMs(r: Pick<Run, 'scheduled_at' | 'started_at'>): number 
   if (!r.scheduled_at || !r.started_at) return null;
   return Date.parse(r.started_at) - Date.parse(r.scheduled_at);
 }
+
+/** jobLabel names a run's job: its name, or "#id" once the job is deleted. */
+export const jobLabel = (r: Pick<Run, 'job_id' | 'job_name'>): string => r.job_name || `#${r.job_id}`;

@@ -1,0 +1,1 @@
+import{l as e}from"./Input-qmlsswrq.js";import{r as t,ui as n}from"./http-wCmtTcFC.js";import{t as r}from"./ErrorView-DNnu3Ser.js";import{t as i}from"./jsx-runtime-B4UN2VIk.js";var a=i();function o({error:i}){let{t:o}=n();return t(i,404)||t(i,405)?(0,a.jsx)(e,{type:`info`,showIcon:!0,title:o(`common.apiMissing`)}):(0,a.jsx)(r,{error:i})}export{o as t};

@@ -1,0 +1,1 @@
+import{t as e}from"./http-wCmtTcFC.js";function t(e){if(!e||!/^[1-9]\d{0,15}$/.test(e))return null;let t=Number(e);return Number.isSafeInteger(t)?t:null}var n=new e(404,`not found`);export{t as n,n as t};

@@ -1,1 +1,0 @@
-import{R as e,z as t}from"./index-CMeoOI7Q.js";var n=t,r=e;export{n,r as t};

@@ -317,6 +317,7 @@ try {
     if (usedText.includes('never used') || !/\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[\s\S]*\d{4}-\d\d-\d\d \d\d:\d\d:\d\d/.test(usedText)) {
       throw new Error(`the used token's row shows no last use: ${usedText}`);
     }
+    await shot(page, 'tokens-en');
   }
 
   step('a failing job: its name on the dashboard; deleting it from its page says so');

@@ -356,7 +356,8 @@ func measureHTTP(ctx context.Context, cfg config, name string, s *standalone, re
 	if !waitUntil(ctx, end.Add(2*time.Minute), 200*time.Millisecond, func() bool { return !time.Now().Before(end) && rec.allPast(len(ids), end) }) {
 		fmt.Println("  warning: not every job reached the end of the window within 2 minutes")
 	}
-	res := windowResources(smp.stop(), start, end, cfg.clkTck)
+	usage := smp.stop()
+	res := windowResources(usage, start, end, cfg.clkTck)
 	if err := s.stop(); err != nil {
 		return row{}, err
 	}
@@ -373,6 +374,17 @@ func measureHTTP(ctx context.Context, cfg config, name string, s *standalone, re
 	r := row{Seconds: seconds, tally: tallySamples(samples, ids, start, end, cfg.bucket), resources: res}
 	if unmatched > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d arrivals matched no started run", unmatched))
+	}
+	if r.Missed > 0 {
+		m, err := explainMissed(ctx, s, samples, usage, ids, start, end)
+		if err != nil {
+			return row{}, err
+		}
+		r.Notes = append(r.Notes, m.note())
+		fmt.Printf("  %s\n", m.note())
+		for _, line := range m.Log {
+			fmt.Printf("    %s\n", line)
+		}
 	}
 	r.Socket = socketTally(samples, ids, start, end, cfg.bucket)
 	if err := r.noteSeconds(cfg, name, samples); err != nil {

@@ -204,7 +204,7 @@ func New(cfg Config) http.Handler {
 		keys:        cfg.Keys,
 		loc:         cfg.Location,
 		nodeToken:   cfg.NodeToken,
-		sessions:    &auth.Sessions{Store: cfg.Store, IdleTimeout: cfg.SessionIdleTimeout, MaxLifetime: cfg.SessionMaxLifetime},
+		sessions:    &auth.Sessions{Store: cfg.Store, IdleTimeout: cfg.SessionIdleTimeout, MaxLifetime: cfg.SessionMaxLifetime, Logger: cfg.Logger},
 		throttle:    cfg.Throttle,
 		prevToken:   cfg.PreviousNodeToken,
 		log:         cfg.Logger,

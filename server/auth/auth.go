@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -175,6 +176,9 @@ type Sessions struct {
 	IdleTimeout time.Duration
 	// MaxLifetime ends a session that long after login; 0 = DefaultSessionMaxLifetime.
 	MaxLifetime time.Duration
+	// Logger receives the API token uses that could not be recorded; nil
+	// discards.
+	Logger *slog.Logger
 }
 
 func (s *Sessions) idle() time.Duration {
@@ -250,8 +254,10 @@ func (s *Sessions) Resolve(ctx context.Context, secret string, now time.Time) (*
 			return nil, fmt.Errorf("auth: look up API token: %w", err)
 		}
 		if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) >= tokenTouchEvery {
-			if err := s.Store.TouchAccessToken(ctx, t.ID, now); err != nil {
-				return nil, fmt.Errorf("auth: record API token use: %w", err)
+			// last_used_at only informs people: a busy or failing writer
+			// must not turn away a request the token may make.
+			if err := s.Store.TouchAccessToken(ctx, t.ID, now); err != nil && s.Logger != nil {
+				s.Logger.Warn("API token use not recorded", "token_id", t.ID, "error", err)
 			}
 		}
 		role := authz.Lower(t.Role, u.Role)

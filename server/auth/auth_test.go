@@ -1,10 +1,13 @@
 package auth_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -185,6 +188,37 @@ func TestAPITokenResolve(t *testing.T) {
 	p, err = ss.Resolve(ctx, secret, now)
 	require.NoError(t, err)
 	require.Equal(t, store.RoleViewer, p.Role, "never above the owner's current role")
+}
+
+// failingTouch is the real store whose TouchAccessToken fails, as a busy
+// or broken writer would.
+type failingTouch struct{ *store.Store }
+
+func (failingTouch) TouchAccessToken(context.Context, int64, time.Time) error {
+	return errors.New("database is locked")
+}
+
+// TestTokenTouchFailureKeepsTheRequest: last_used_at is informational; a
+// token whose use cannot be recorded still authenticates, and the failure
+// is logged without the secret.
+func TestTokenTouchFailureKeepsTheRequest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openStore(t)
+	u := &store.User{Username: "op", PasswordHash: "x", Role: store.RoleOperator}
+	require.NoError(t, st.CreateUser(ctx, u))
+	secret, hash := auth.NewAPIToken()
+	tok := &store.AccessToken{TokenHash: hash, UserID: u.ID, Name: "ci", Role: store.RoleViewer}
+	require.NoError(t, st.CreateAccessToken(ctx, tok))
+	var logs bytes.Buffer
+	ss := &auth.Sessions{Store: failingTouch{st}, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	p, err := ss.Resolve(ctx, secret, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, store.RoleViewer, p.Role)
+	require.Contains(t, logs.String(), "API token use not recorded")
+	require.Contains(t, logs.String(), "database is locked")
+	require.NotContains(t, logs.String(), secret)
+	require.NotContains(t, logs.String(), hash)
 }
 
 func TestValidatePassword(t *testing.T) {

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -225,8 +226,31 @@ type harness struct {
 	// aheadMin its DispatchAheadMin (0: always ahead).
 	ahead, aheadMin time.Duration
 
+	// logs holds what the loop logged (warnings and errors), beside the
+	// test's log.
+	logs lockedBuffer
+
 	cancel context.CancelFunc
 	done   chan error
+}
+
+// lockedBuffer is a bytes.Buffer the loop's goroutine writes while a test
+// reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func newHarness(t *testing.T) *harness {
@@ -257,7 +281,7 @@ func (h *harness) newScheduler() *Scheduler {
 		Etcd: h.cli, Keys: h.keys, Clock: h.clock, Location: time.UTC, RelistInterval: h.relist,
 		BeatInterval: h.beat, BeatTimeout: time.Second, DispatchAhead: h.ahead, DispatchAheadMin: h.aheadMin,
 		Metrics: h.metrics,
-		Logger:  slog.New(slog.NewTextHandler(testWriter{h.t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:  slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{h.t}, &h.logs), &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 }
 

@@ -43,6 +43,12 @@ type loop struct {
 	writes  [aheadWrites]time.Duration
 	writeAt int
 
+	// slowLogged is when a slow commit was last logged, slowQuiet how many
+	// slow commits since went unlogged (at most one warning per
+	// slowCommitLogEvery).
+	slowLogged time.Time
+	slowQuiet  int
+
 	aheadRuns map[int64][]aheadRef  // fires dispatched ahead, by job (pruned as their time passes)
 	cancels   []dispatch.CancelItem // fires dispatched ahead of removed jobs, to cancel
 
@@ -539,6 +545,16 @@ func jobConfig(j *jobSpec) cluster.JobConfig {
 // (3) advance the cursors in raft. A step that fails is retried later from
 // where it stopped; fires dispatched before a failure are not dispatched
 // again. Only ErrFenced ends the loop.
+// slowCommit is how long a batch's commit (record the runs in SQL,
+// dispatch them to etcd, apply the cursors through raft) may take before
+// the loop logs which step held it: the fires due meanwhile are late, and
+// past MisfireThreshold go to their misfire policy.
+const slowCommit = time.Second
+
+// slowCommitLogEvery bounds the slow-commit warnings of a loop that stays
+// slow (a failing disk) to one a minute; the next one counts the others.
+const slowCommitLogEvery = time.Minute
+
 func (l *loop) commit(ctx context.Context) error {
 	if len(l.pending) == 0 && len(l.forget) == 0 && len(l.routesDirty) == 0 {
 		return nil
@@ -581,6 +597,8 @@ func (l *loop) commit(ctx context.Context) error {
 		l.failed(ctx, "check replayed fires", err)
 		return nil
 	}
+	recorded := l.clock.Now()
+	sentAt := recorded
 
 	items := make([]dispatch.DispatchItem, 0, len(l.pending))
 	sent := make([]*fire, 0, len(l.pending))
@@ -612,6 +630,7 @@ func (l *loop) commit(ctx context.Context) error {
 			return nil
 		}
 		dispatched := l.clock.Now()
+		sentAt = dispatched
 		l.noteWrite(dispatched.Sub(start))
 		l.noteAhead(sent)
 		for _, f := range sent {
@@ -687,6 +706,17 @@ func (l *loop) commit(ctx context.Context) error {
 		c, ok := l.cursors[e.job.ID]
 		e.next = afterFire(e.sched, fired[e].run.ScheduledAt, c, ok)
 		l.heap.set(e)
+	}
+	if took := now.Sub(start); took >= slowCommit {
+		// The next fires wait for this one: name the step that held it.
+		if l.slowLogged.IsZero() || now.Sub(l.slowLogged) >= slowCommitLogEvery {
+			l.log.Warn("trigger batch commit was slow; later fires waited for it", "took", took,
+				"record_runs", recorded.Sub(start), "dispatch", sentAt.Sub(recorded), "apply_cursors", now.Sub(sentAt),
+				"fires", len(l.pending), "slow_since_last_warning", l.slowQuiet)
+			l.slowLogged, l.slowQuiet = now, 0
+		} else {
+			l.slowQuiet++
+		}
 	}
 	l.log.Debug("batch fired", "fires", len(l.pending), "dispatched", len(items), "not_dispatched", notSent,
 		"cursors", len(cur), "route_states", len(routes), "forgotten", len(forget), "took", now.Sub(start))

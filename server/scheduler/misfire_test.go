@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -228,4 +230,37 @@ func TestOnceAndNoneSchedules(t *testing.T) {
 			require.Equal(t, cluster.FireID(1, t0.Add(3*time.Second)), r.FireID)
 		}
 	}
+}
+
+// A batch whose commit takes a second or more logs which step held it (the
+// fires due meanwhile were late); a quick one logs nothing, and a loop that
+// stays slow logs once a minute.
+func TestSlowCommitNamesItsStep(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.addNode("n1", "g", "cmd")
+	h.store.putJob(job(1, everySecond))
+	var inserts atomic.Int64
+	h.store.inserting = func() { // under the store's lock
+		if n := inserts.Add(1); n == 2 || n == 3 {
+			h.clock.Advance(1500 * time.Millisecond)
+		}
+	}
+	h.start()
+	h.waitArmed(t0.Add(time.Second))
+	h.clock.Advance(time.Second)
+	h.waitArmed(t0.Add(2 * time.Second))
+	require.NotContains(t, h.logs.String(), "commit was slow", "a quick commit")
+
+	h.clock.Advance(time.Second)
+	require.Eventually(t, func() bool { return strings.Contains(h.logs.String(), "trigger batch commit was slow") },
+		10*time.Second, 5*time.Millisecond)
+	require.Contains(t, h.logs.String(), "record_runs=1.5s")
+	require.Contains(t, h.logs.String(), "fires=1")
+	// The third insert (the fire of t0+3s, due while the second waited)
+	// is slow too: within the minute, not logged again.
+	h.waitArmed(t0.Add(6 * time.Second))
+	require.GreaterOrEqual(t, inserts.Load(), int64(4), "the slow third insert and one after it")
+	require.Equal(t, 1, strings.Count(h.logs.String(), "commit was slow"))
+	require.NoError(t, h.stop())
 }

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +22,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cronix/cronix/cluster"
+	"github.com/cronix/cronix/internal/syncbuf"
 	"github.com/cronix/cronix/metrics"
 	"github.com/cronix/cronix/server/dispatch"
 	"github.com/cronix/cronix/server/raftha"
@@ -228,29 +228,10 @@ type harness struct {
 
 	// logs holds what the loop logged (warnings and errors), beside the
 	// test's log.
-	logs lockedBuffer
+	logs syncbuf.Buffer
 
 	cancel context.CancelFunc
 	done   chan error
-}
-
-// lockedBuffer is a bytes.Buffer the loop's goroutine writes while a test
-// reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func newHarness(t *testing.T) *harness {

@@ -42,6 +42,7 @@ const en = {
       updatedAsc: 'Least recently updated', updatedDesc: 'Most recently updated',
     },
     scheduleTypeFilter: 'Schedule type', lastStatusFilter: 'Last status', sort: 'Sort', noRuns: 'no runs yet',
+    noGroups: 'You are in no group yet, so no jobs are shown. An admin adds you to groups on the Users & roles page.',
   },
   job: {
     newTitle: 'New job', editTitle: 'Edit job {{name}}', copyTitle: 'Copy of {{name}}', basics: 'Basics',

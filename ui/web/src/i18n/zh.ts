@@ -42,6 +42,7 @@ const zh: Catalogue = {
       updatedAsc: '最早更新', updatedDesc: '最近更新',
     },
     scheduleTypeFilter: '调度类型', lastStatusFilter: '最近状态', sort: '排序', noRuns: '尚无运行',
+    noGroups: '你还不属于任何分组，因此看不到任务。请管理员在“用户与角色”页面把你加入分组。',
   },
   job: {
     newTitle: '新建任务', editTitle: '编辑任务 {{name}}', copyTitle: '{{name}} 的副本', basics: '基本信息',

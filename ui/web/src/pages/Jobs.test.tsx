@@ -5,7 +5,9 @@ import type { Me } from '../services/auth';
 import { withPage } from '../test-utils';
 import Jobs from './Jobs';
 
-vi.mock('../auth', () => ({ useAuth: () => ({ me: { id: 1, username: 'ops', role: 'operator', groups: [1], disabled: false } satisfies Me }) }));
+const auth = vi.hoisted(() => ({ me: null as unknown }));
+vi.mock('../auth', () => ({ useAuth: () => ({ me: auth.me }) }));
+const ops: Me = { id: 1, username: 'ops', role: 'operator', groups: [1], disabled: false };
 vi.mock('../services/admin', () => ({ listGroups: () => Promise.resolve({ items: [] }) }));
 vi.mock('../services/cluster', () => ({ listHandlers: () => Promise.resolve({ items: [] }) }));
 const jobs = vi.hoisted(() => ({ listJobs: vi.fn(), deleteJob: vi.fn(), setEnabled: vi.fn(), triggerJob: vi.fn() }));
@@ -16,6 +18,7 @@ const job = (id: number) => ({ id, name: `job-${id}`, group: 'default', handler:
 describe('Jobs', () => {
   beforeEach(() => {
     vi.clearAllMocks();
+    auth.me = ops;
     jobs.listJobs.mockImplementation((f: { page: number }) => Promise.resolve({ items: [job(f.page * 10 + 1), job(f.page * 10 + 2)], total: 45, page: f.page, page_size: 20 }));
     jobs.triggerJob.mockResolvedValue({});
   });
@@ -49,5 +52,16 @@ describe('Jobs', () => {
     expect([...document.querySelectorAll('.ant-select-item-option')].map((o) => o.textContent)).toEqual([
       'ID, oldest first', 'ID, newest first', 'Name, A to Z', 'Name, Z to A', 'Least recently updated', 'Most recently updated',
     ]);
+  });
+
+  it('tells a user in no group why the list is empty', async () => {
+    render(withPage(<Jobs />, '/jobs'));
+    await screen.findByText('job-11');
+    expect(screen.queryByTestId('no-groups')).toBeNull();
+
+    auth.me = { ...ops, role: 'viewer', groups: [] } satisfies Me;
+    jobs.listJobs.mockResolvedValue({ items: [], total: 0, page: 1, page_size: 20 });
+    render(withPage(<Jobs />, '/jobs'));
+    expect(await screen.findByTestId('no-groups')).toHaveTextContent('You are in no group yet');
   });
 });

@@ -1,6 +1,6 @@
 import { PlusOutlined } from '@ant-design/icons';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { App, Button, Input, Popconfirm, Select, Space, Table, Tag, Typography } from 'antd';
+import { Alert, App, Button, Input, Popconfirm, Select, Space, Table, Tag, Typography } from 'antd';
 import type { ColumnsType } from 'antd/es/table';
 import { useEffect, useState } from 'react';
 import { useTranslation } from 'react-i18next';
@@ -134,6 +134,10 @@ export default function Jobs() {
           <Link to="/jobs/new"><Button type="primary" icon={<PlusOutlined />} data-testid="create-job">{t('jobs.create')}</Button></Link>
         )}
       </div>
+      {me && me.role !== 'admin' && me.groups.length === 0 && (
+        // A user sees the jobs of their groups only: with none the list is empty, and says why.
+        <Alert type="info" showIcon data-testid="no-groups" style={{ marginBottom: 12 }} message={t('jobs.noGroups')} />
+      )}
       <Space wrap style={{ marginBottom: 12 }}>
         <Input.Search
           aria-label={t('jobs.searchPlaceholder')}

@@ -540,11 +540,6 @@ func jobConfig(j *jobSpec) cluster.JobConfig {
 	}
 }
 
-// commit writes the pending batch ahead in three steps, each once for the
-// whole batch: (1) record runs in SQL, (2) dispatch them to etcd (fenced),
-// (3) advance the cursors in raft. A step that fails is retried later from
-// where it stopped; fires dispatched before a failure are not dispatched
-// again. Only ErrFenced ends the loop.
 // slowCommit is how long a batch's commit (record the runs in SQL,
 // dispatch them to etcd, apply the cursors through raft) may take before
 // the loop logs which step held it: the fires due meanwhile are late, and
@@ -555,6 +550,11 @@ const slowCommit = time.Second
 // slow (a failing disk) to one a minute; the next one counts the others.
 const slowCommitLogEvery = time.Minute
 
+// commit writes the pending batch ahead in three steps, each once for the
+// whole batch: (1) record runs in SQL, (2) dispatch them to etcd (fenced),
+// (3) advance the cursors in raft. A step that fails is retried later from
+// where it stopped; fires dispatched before a failure are not dispatched
+// again. Only ErrFenced ends the loop.
 func (l *loop) commit(ctx context.Context) error {
 	if len(l.pending) == 0 && len(l.forget) == 0 && len(l.routesDirty) == 0 {
 		return nil

@@ -55,9 +55,10 @@ describe('Jobs', () => {
   });
 
   it('tells a user in no group why the list is empty', async () => {
-    render(withPage(<Jobs />, '/jobs'));
+    const first = render(withPage(<Jobs />, '/jobs'));
     await screen.findByText('job-11');
     expect(screen.queryByTestId('no-groups')).toBeNull();
+    first.unmount();
 
     auth.me = { ...ops, role: 'viewer', groups: [] } satisfies Me;
     jobs.listJobs.mockResolvedValue({ items: [], total: 0, page: 1, page_size: 20 });

@@ -9,7 +9,7 @@ import { useAuth } from '../auth';
 import { ErrorView, useErrorText } from '../components/ErrorView';
 import { StatusTag } from '../components/StatusTag';
 import { formatTime } from '../lib/format';
-import { canWrite } from '../services/auth';
+import { canWrite, isAdmin } from '../services/auth';
 import { listGroups } from '../services/admin';
 import { listHandlers } from '../services/cluster';
 import { deleteJob, listJobs, setEnabled, triggerJob, type JobListItem } from '../services/jobs';
@@ -134,7 +134,7 @@ export default function Jobs() {
           <Link to="/jobs/new"><Button type="primary" icon={<PlusOutlined />} data-testid="create-job">{t('jobs.create')}</Button></Link>
         )}
       </div>
-      {me && me.role !== 'admin' && me.groups.length === 0 && (
+      {me && !isAdmin(me) && me.groups.length === 0 && (
         // A user sees the jobs of their groups only: with none the list is empty, and says why.
         <Alert type="info" showIcon data-testid="no-groups" style={{ marginBottom: 12 }} message={t('jobs.noGroups')} />
       )}

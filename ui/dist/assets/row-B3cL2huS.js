@@ -1,0 +1,1 @@
+import{B as e,z as t}from"./index-BnqA-3Is.js";var n=e,r=t;export{n,r as t};

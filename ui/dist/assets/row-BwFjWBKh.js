@@ -1,1 +1,0 @@
-import{B as e,z as t}from"./index-gpwj-9JA.js";var n=e,r=t;export{n,r as t};
